@@ -1,0 +1,213 @@
+package primeexporter
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/primeintellect/primeexporter/rft"
+)
+
+// Mode says where the exporter sends what it builds.
+type Mode string
+
+const (
+	// ModeOnline talks to the platform's RFT API.
+	ModeOnline Mode = "online"
+	// ModeOffline writes the same lifecycle to a local directory.
+	ModeOffline Mode = "offline"
+	// ModeDisabled accepts and drops everything without a request.
+	ModeDisabled Mode = "disabled"
+)
+
+// UnmarshalText rejects an unknown mode while the config is read, so the
+// error points at the key rather than at a later switch.
+func (m *Mode) UnmarshalText(text []byte) error {
+	switch s := Mode(text); s {
+	case ModeOnline, ModeOffline, ModeDisabled:
+		*m = s
+		return nil
+	default:
+		return fmt.Errorf("unknown mode %q: use online, offline or disabled", string(text))
+	}
+}
+
+// Config is the prime exporter's configuration.
+type Config struct {
+	// ClientConfig holds endpoint (the API base, any spelling rft-api.md
+	// accepts), headers, TLS, timeout, proxy and compression.
+	ClientConfig confighttp.ClientConfig                                  `mapstructure:",squash"`
+	QueueConfig  configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	RetryConfig  configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+
+	// APIKey is sent in both auth headers; configopaque keeps it out of
+	// every printed config.
+	APIKey      configopaque.String `mapstructure:"api_key"`
+	TeamID      string              `mapstructure:"team_id"`
+	FrontendURL string              `mapstructure:"frontend_url"`
+	Mode        Mode                `mapstructure:"mode"`
+	// Directory is where offline mode writes its runs.
+	Directory string `mapstructure:"directory"`
+
+	Run     RunConfig     `mapstructure:"run"`
+	Samples SamplesConfig `mapstructure:"samples"`
+	Metrics MetricsConfig `mapstructure:"metrics"`
+
+	// FinalizeGrace is how long after prime.run.end the run still accepts
+	// data, since metrics and logs travel in separate pipelines.
+	FinalizeGrace time.Duration `mapstructure:"finalize_grace"`
+	// FinalizeTimeout bounds one close-out: the drain plus the requests.
+	FinalizeTimeout time.Duration `mapstructure:"finalize_timeout"`
+	// IdleTimeout marks a created run crashed after this long without
+	// telemetry; 0 turns it off.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// Storage names a storage extension that keeps the run registry across
+	// restarts.
+	Storage *component.ID `mapstructure:"storage"`
+}
+
+// RunConfig gives the defaults for resources that carry no identity or spec
+// of their own. A resource attribute always wins over these.
+type RunConfig struct {
+	// ID attaches every resource to this existing run (hosted launches:
+	// ${env:RUN_ID}).
+	ID string `mapstructure:"id"`
+	// Key creates one run for every resource without an identity of its own.
+	Key                string         `mapstructure:"key"`
+	Name               string         `mapstructure:"name"`
+	Model              string         `mapstructure:"model"`
+	Environments       []string       `mapstructure:"environments"`
+	MaxSteps           int64          `mapstructure:"max_steps"`
+	BatchSize          int64          `mapstructure:"batch_size"`
+	RolloutsPerExample int64          `mapstructure:"rollouts_per_example"`
+	SeqLen             int64          `mapstructure:"seq_len"`
+	Config             map[string]any `mapstructure:"config"`
+	Wandb              WandbConfig    `mapstructure:"wandb"`
+}
+
+// WandbConfig links a W&B run.
+type WandbConfig struct {
+	Project string `mapstructure:"project"`
+	Entity  string `mapstructure:"entity"`
+	RunName string `mapstructure:"run_name"`
+}
+
+// SamplesConfig shapes the episode sample tables.
+type SamplesConfig struct {
+	// StepInterval uploads only steps with step % StepInterval == 0.
+	StepInterval int64 `mapstructure:"step_interval"`
+}
+
+// MetricsConfig shapes the step metrics.
+type MetricsConfig struct {
+	// StepMetric names the gauge or sum whose value gives a point's step
+	// when the point has no prime.step attribute.
+	StepMetric string `mapstructure:"step_metric"`
+}
+
+var _ component.Config = (*Config)(nil)
+
+// Validate holds the cross-field rules; each error names its key and says
+// what to do.
+func (cfg *Config) Validate() error {
+	var errs []error
+	switch cfg.Mode {
+	case ModeOnline:
+		if cfg.APIKey == "" {
+			errs = append(errs, errors.New("api_key is required in online mode: set it (api_key: ${env:PRIME_API_KEY}) or use mode: offline to write runs to a local directory"))
+		}
+		if _, err := rft.NormalizeBaseURL(cfg.ClientConfig.Endpoint); err != nil {
+			errs = append(errs, fmt.Errorf("endpoint: %w", err))
+		}
+		if err := validateAbsoluteURL(cfg.FrontendURL); err != nil {
+			errs = append(errs, fmt.Errorf("frontend_url: %w", err))
+		}
+	case ModeOffline:
+		if strings.TrimSpace(cfg.Directory) == "" {
+			errs = append(errs, errors.New("directory is required in offline mode: set the folder runs are written to"))
+		}
+	case ModeDisabled:
+	default:
+		errs = append(errs, fmt.Errorf("mode %q: use online, offline or disabled", cfg.Mode))
+	}
+	if cfg.FinalizeGrace < 0 {
+		errs = append(errs, fmt.Errorf("finalize_grace must not be negative, got %s", cfg.FinalizeGrace))
+	}
+	if cfg.FinalizeTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("finalize_timeout must be positive, got %s", cfg.FinalizeTimeout))
+	}
+	if cfg.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("idle_timeout must not be negative (0 turns it off), got %s", cfg.IdleTimeout))
+	}
+	if err := cfg.Run.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("run: %w", err))
+	}
+	if err := cfg.Samples.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("samples: %w", err))
+	}
+	if err := cfg.Metrics.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("metrics: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the run defaults.
+func (rc *RunConfig) Validate() error {
+	var errs []error
+	if rc.ID != "" && rc.Key != "" {
+		errs = append(errs, errors.New("id and key are mutually exclusive: id attaches to an existing run, key creates one"))
+	}
+	for i, env := range rc.Environments {
+		if _, err := parseEnvironment(env); err != nil {
+			errs = append(errs, fmt.Errorf("environments[%d]: %w", i, err))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"max_steps", rc.MaxSteps}, {"batch_size", rc.BatchSize},
+		{"rollouts_per_example", rc.RolloutsPerExample}, {"seq_len", rc.SeqLen},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %d", f.name, f.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the sample table settings.
+func (sc *SamplesConfig) Validate() error {
+	if sc.StepInterval < 1 {
+		return fmt.Errorf("step_interval must be at least 1, got %d", sc.StepInterval)
+	}
+	return nil
+}
+
+// Validate checks the step metric settings.
+func (mc *MetricsConfig) Validate() error {
+	if strings.TrimSpace(mc.StepMetric) == "" {
+		return errors.New("step_metric must name the gauge that carries the step (default \"step\")")
+	}
+	return nil
+}
+
+func validateAbsoluteURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %w", raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q must be an absolute http(s) URL", raw)
+	}
+	return nil
+}

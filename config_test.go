@@ -1,0 +1,141 @@
+package primeexporter
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+)
+
+func loadConfig(t *testing.T, id string) (*Config, error) {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	sub, err := cm.Sub(id)
+	require.NoError(t, err)
+	if err := sub.Unmarshal(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func TestAnEmptyConfigGivesExactlyTheDefaults(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	require.NoError(t, confmap.New().Unmarshal(cfg))
+	assert.Equal(t, createDefaultConfig(), cfg)
+
+	assert.Equal(t, "https://api.primeintellect.ai", cfg.ClientConfig.Endpoint)
+	assert.Equal(t, "https://app.primeintellect.ai", cfg.FrontendURL)
+	assert.Equal(t, ModeOnline, cfg.Mode)
+	assert.Equal(t, int64(10), cfg.Samples.StepInterval)
+	assert.Equal(t, "step", cfg.Metrics.StepMetric)
+	assert.Equal(t, 5*time.Second, cfg.FinalizeGrace)
+	assert.Equal(t, time.Duration(0), cfg.IdleTimeout)
+	assert.Nil(t, cfg.Storage)
+	assert.True(t, cfg.QueueConfig.HasValue(), "the sending queue is on by default")
+	assert.True(t, cfg.RetryConfig.Enabled)
+}
+
+func TestEveryKeyOfTheFullConfigIsRead(t *testing.T) {
+	cfg, err := loadConfig(t, "prime/full")
+	require.NoError(t, err)
+	require.NoError(t, confmap.Validate(cfg))
+
+	want := createDefaultConfig().(*Config)
+	want.ClientConfig.Endpoint = "https://api.example.com/api/v1/rft"
+	want.ClientConfig.Timeout = 10 * time.Second
+	want.ClientConfig.Headers.Set("x-trace", "1")
+	want.APIKey = configopaque.String("full-key")
+	want.TeamID = "team-7"
+	want.FrontendURL = "https://app.example.com"
+	want.Mode = ModeOnline
+	want.Directory = "/var/lib/prime"
+	want.Run = RunConfig{
+		Key: "run-key-1", Name: "my-run", Model: "Qwen/Qwen3-8B",
+		Environments: []string{"primeintellect/vf-math", "env-123@v7"},
+		MaxSteps:     100, BatchSize: 64, RolloutsPerExample: 8, SeqLen: 4096,
+		Config: map[string]any{"trainer": map[string]any{"lr": 1e-06}},
+		Wandb:  WandbConfig{Project: "p", Entity: "e", RunName: "r"},
+	}
+	want.Samples.StepInterval = 5
+	want.Metrics.StepMetric = "train/step"
+	want.FinalizeGrace = 2 * time.Second
+	want.FinalizeTimeout = time.Minute
+	want.IdleTimeout = 30 * time.Minute
+	storage := component.MustNewIDWithName("file_storage", "prime")
+	want.Storage = &storage
+	want.RetryConfig = configretry.BackOffConfig{
+		Enabled: true, InitialInterval: 2 * time.Second, MaxInterval: 20 * time.Second,
+		MaxElapsedTime: 10 * time.Minute, RandomizationFactor: want.RetryConfig.RandomizationFactor,
+		Multiplier: want.RetryConfig.Multiplier,
+	}
+	queue := exporterhelper.NewDefaultQueueConfig()
+	queue.NumConsumers = 4
+	queue.QueueSize = 500
+	want.QueueConfig = configoptional.Some(queue)
+
+	assert.Equal(t, want, cfg)
+}
+
+func TestOfflineAndDisabledModesNeedNoAPIKey(t *testing.T) {
+	for _, id := range []string{"prime/offline", "prime/disabled"} {
+		t.Run(id, func(t *testing.T) {
+			cfg, err := loadConfig(t, id)
+			require.NoError(t, err)
+			assert.NoError(t, confmap.Validate(cfg))
+		})
+	}
+}
+
+func TestBadConfigIsRejectedWithAMessageThatNamesTheKeyAndTheFix(t *testing.T) {
+	tests := []struct {
+		id   string
+		want []string // every fragment must appear in the error
+	}{
+		{"prime/missing_key", []string{"api_key is required in online mode", "${env:PRIME_API_KEY}", "mode: offline"}},
+		{"prime/offline_no_directory", []string{"directory is required in offline mode"}},
+		{"prime/bad_endpoint", []string{"endpoint:"}},
+		{"prime/bad_interval", []string{"samples: step_interval must be at least 1, got 0"}},
+		{"prime/empty_step_metric", []string{"metrics: step_metric must name"}},
+		{"prime/id_and_key", []string{"run: id and key are mutually exclusive"}},
+		{"prime/negative_durations", []string{"finalize_grace must not be negative", "finalize_timeout must be positive", "idle_timeout must not be negative"}},
+		{"prime/bad_environment", []string{"run: environments[1]: an environment must not be empty"}},
+		{"prime/bad_frontend", []string{"frontend_url:", "absolute http(s) URL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			cfg, err := loadConfig(t, tt.id)
+			require.NoError(t, err)
+			err = confmap.Validate(cfg)
+			require.Error(t, err)
+			for _, frag := range tt.want {
+				assert.Contains(t, err.Error(), frag)
+			}
+		})
+	}
+}
+
+func TestAnUnknownModeFailsWhileTheConfigIsRead(t *testing.T) {
+	_, err := loadConfig(t, "prime/bad_mode")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unknown mode "sometimes": use online, offline or disabled`)
+}
+
+func TestTheAPIKeyIsRedactedWhenTheConfigIsPrinted(t *testing.T) {
+	cfg, err := loadConfig(t, "prime/full")
+	require.NoError(t, err)
+	conf := confmap.New()
+	require.NoError(t, conf.Marshal(cfg))
+	assert.NotContains(t, conf.ToStringMap()["api_key"], "full-key")
+	assert.Equal(t, "[REDACTED]", conf.ToStringMap()["api_key"])
+}

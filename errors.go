@@ -1,0 +1,43 @@
+package primeexporter
+
+import (
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/primeintellect/primeexporter/rft"
+)
+
+// retryable is the one translation from the platform's error classes to the
+// collector's: permanent errors are dropped, throttling keeps the platform's
+// Retry-After, everything else is retried by exporterhelper.
+func retryable(err error) error {
+	rerr, ok := rft.AsError(err)
+	switch {
+	case !ok:
+		return err
+	case rerr.Permanent():
+		return consumererror.NewPermanent(err)
+	case rerr.RetryAfter > 0:
+		return exporterhelper.NewThrottleRetry(err, rerr.RetryAfter)
+	}
+	return err
+}
+
+// dashboardURL is <frontend>/dashboard/training/<run id>.
+func dashboardURL(frontend, runID string) string {
+	return strings.TrimRight(frontend, "/") + "/dashboard/training/" + url.PathEscape(runID)
+}
+
+func runDirectory(dir, runID string) string {
+	return filepath.Join(dir, runID)
+}
+
+// isThrottle reports whether the platform asked to wait before retrying.
+func isThrottle(err error) bool {
+	rerr, ok := rft.AsError(err)
+	return ok && rerr.RetryAfter > 0
+}

@@ -1,0 +1,126 @@
+package primeexporter
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/exporter"
+	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/rft"
+)
+
+// primeExporter is one exporter per config, shared by the metrics and logs
+// pipelines: the collector builds one exporterhelper instance per signal,
+// and both push into the same run registry so that a run's metrics and
+// episodes share one platform run.
+type primeExporter struct {
+	cfg      *Config
+	settings exporter.Settings
+	logger   *zap.Logger
+	tel      *telemetry
+
+	// onLastShutdown removes the exporter from its factory's share, so a
+	// reload builds a fresh one.
+	onLastShutdown func()
+
+	// tuneClient lets tests make the client's in-place retries instant.
+	tuneClient func(*rft.Options)
+
+	mu      sync.Mutex
+	starts  int
+	reg     *registry
+	samples *samplesSink
+}
+
+func newPrimeExporter(cfg *Config, set exporter.Settings) (*primeExporter, error) {
+	tel, err := newTelemetry(set.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	return &primeExporter{cfg: cfg, settings: set, logger: set.Logger, tel: tel}, nil
+}
+
+// start builds the platform client once, on the first pipeline's start:
+// the HTTP client is made here because auth extensions exist only now.
+func (e *primeExporter) start(ctx context.Context, host component.Host) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.starts++
+	if e.starts > 1 {
+		return nil
+	}
+	if e.cfg.Storage != nil {
+		if _, ok := host.GetExtensions()[*e.cfg.Storage]; !ok {
+			return fmt.Errorf("storage: no extension %q is configured; add it under extensions and service::extensions", e.cfg.Storage.String())
+		}
+	}
+	var p platform
+	switch e.cfg.Mode {
+	case ModeDisabled:
+		e.logger.Info("Prime exporter is disabled: everything it receives is accepted and dropped")
+		return nil
+	case ModeOffline:
+		store, err := newOfflineStore(e.cfg.Directory, time.Now)
+		if err != nil {
+			return err
+		}
+		e.logger.Info("Prime exporter is offline: runs are written to a local directory", zap.String("directory", e.cfg.Directory))
+		p = store
+	default:
+		httpClient, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.settings.TelemetrySettings)
+		if err != nil {
+			return err
+		}
+		opts := rft.Options{
+			BaseURL:    e.cfg.ClientConfig.Endpoint,
+			APIKey:     string(e.cfg.APIKey),
+			HTTPClient: httpClient,
+			UserAgent:  "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
+		}
+		if e.tuneClient != nil {
+			e.tuneClient(&opts)
+		}
+		client, err := rft.New(opts)
+		if err != nil {
+			return fmt.Errorf("endpoint: %w", err)
+		}
+		e.logger.Info("Prime exporter is online", zap.String("api", client.APIPrefix()))
+		p = client
+	}
+	e.reg = newRegistry(e.cfg, p, e.logger, e.tel)
+	e.samples = &samplesSink{g: e.reg}
+	e.reg.startJanitor()
+	return nil
+}
+
+// shutdown lets the last pipeline finish the pending close-outs; runs that
+// did not end stay open on the platform.
+func (e *primeExporter) shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.starts == 0 {
+		return nil
+	}
+	e.starts--
+	if e.starts > 0 {
+		return nil
+	}
+	if e.onLastShutdown != nil {
+		e.onLastShutdown()
+	}
+	if e.reg == nil {
+		return nil
+	}
+	return e.reg.shutdown(ctx)
+}
+
+// registry is nil in disabled mode: pushes drop everything.
+func (e *primeExporter) registry() *registry {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.reg
+}

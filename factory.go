@@ -1,0 +1,120 @@
+package primeexporter
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+)
+
+const (
+	typeStr   = "prime"
+	stability = component.StabilityLevelAlpha
+
+	defaultEndpoint    = "https://api.primeintellect.ai"
+	defaultFrontendURL = "https://app.primeintellect.ai"
+)
+
+// NewFactory returns the prime exporter's factory. The factory owns the
+// share that lets the metrics and logs exporters of one config use one run
+// registry.
+func NewFactory() exporter.Factory {
+	s := &share{exporters: map[component.ID]*primeExporter{}}
+	return exporter.NewFactory(
+		component.MustNewType(typeStr),
+		createDefaultConfig,
+		exporter.WithMetrics(s.createMetrics, stability),
+		exporter.WithLogs(s.createLogs, stability),
+	)
+}
+
+func createDefaultConfig() component.Config {
+	client := confighttp.NewDefaultClientConfig()
+	client.Endpoint = defaultEndpoint
+	// The platform answers within seconds; a hung request should fail the
+	// attempt, not hold a queue consumer.
+	client.Timeout = 30 * time.Second
+	return &Config{
+		ClientConfig: client,
+		QueueConfig:  configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		RetryConfig:  configretry.NewDefaultBackOffConfig(),
+		FrontendURL:  defaultFrontendURL,
+		Mode:         ModeOnline,
+		Directory:    "prime-runs",
+		Samples:      SamplesConfig{StepInterval: 10},
+		Metrics:      MetricsConfig{StepMetric: "step"},
+		// Metrics and logs travel in separate pipelines: give the other
+		// signal time to deliver what was sent just before the end.
+		FinalizeGrace:   5 * time.Second,
+		FinalizeTimeout: 2 * time.Minute,
+	}
+}
+
+// share hands out one primeExporter per component ID, the pattern the
+// otlp receiver uses for its signals.
+type share struct {
+	mu        sync.Mutex
+	exporters map[component.ID]*primeExporter
+}
+
+func (s *share) get(cfg *Config, set exporter.Settings) (*primeExporter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.exporters[set.ID]; ok && e.cfg == cfg {
+		return e, nil
+	}
+	e, err := newPrimeExporter(cfg, set)
+	if err != nil {
+		return nil, err
+	}
+	e.onLastShutdown = func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.exporters[set.ID] == e {
+			delete(s.exporters, set.ID)
+		}
+	}
+	s.exporters[set.ID] = e
+	return e, nil
+}
+
+func (s *share) createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
+	cfg := c.(*Config)
+	e, err := s.get(cfg, set)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewMetrics(ctx, set, cfg, e.pushMetrics,
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		// The HTTP client times out each request; a push as a whole is
+		// bounded by the in-place retries.
+		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
+		exporterhelper.WithRetry(cfg.RetryConfig),
+		exporterhelper.WithQueue(cfg.QueueConfig),
+	)
+}
+
+func (s *share) createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
+	cfg := c.(*Config)
+	e, err := s.get(cfg, set)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
+		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
+		exporterhelper.WithRetry(cfg.RetryConfig),
+		exporterhelper.WithQueue(cfg.QueueConfig),
+	)
+}

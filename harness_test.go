@@ -1,0 +1,227 @@
+package primeexporter
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/primeintellect/primeexporter/rft"
+	"github.com/primeintellect/primeexporter/rft/rfttest"
+)
+
+// testAPIKey is distinctive so that a test can look for it in every output.
+const testAPIKey = "sk-test-SECRET-7f3a9c"
+
+// harness is one started exporter in front of a fake platform, with its
+// logs and self-telemetry observed.
+type harness struct {
+	t        *testing.T
+	platform *rfttest.Server
+	exp      *primeExporter
+	logs     *observer.ObservedLogs
+	tel      *componenttest.Telemetry
+}
+
+// newHarness starts an online exporter against a fresh fake platform; edit
+// adjusts the config first.
+func newHarness(t *testing.T, edit func(*Config)) *harness {
+	t.Helper()
+	srv := rfttest.NewServer(rfttest.Options{APIKey: testAPIKey})
+	t.Cleanup(srv.Close)
+	cfg := createDefaultConfig().(*Config)
+	cfg.ClientConfig.Endpoint = srv.BaseURL() + "/rft"
+	cfg.APIKey = configopaque.String(testAPIKey)
+	cfg.TeamID = "team-1"
+	cfg.FinalizeGrace = 0
+	cfg.FinalizeTimeout = 5 * time.Second
+	if edit != nil {
+		edit(cfg)
+	}
+	return startHarness(t, srv, cfg)
+}
+
+func startHarness(t *testing.T, srv *rfttest.Server, cfg *Config) *harness {
+	t.Helper()
+	require.NoError(t, cfg.Validate())
+	core, logs := observer.New(zapcore.DebugLevel)
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	set := exportertest.NewNopSettings(component.MustNewType(typeStr))
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.Logger = zap.New(core)
+	exp, err := newPrimeExporter(cfg, set)
+	require.NoError(t, err)
+	exp.tuneClient = func(o *rft.Options) {
+		o.MaxAttempts = 2
+		o.Sleep = func(context.Context, time.Duration) error { return nil }
+	}
+	require.NoError(t, exp.start(context.Background(), componenttest.NewNopHost()))
+	h := &harness{t: t, platform: srv, exp: exp, logs: logs, tel: tel}
+	t.Cleanup(func() { h.shutdown() })
+	return h
+}
+
+func (h *harness) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(h.t, h.exp.shutdown(ctx))
+}
+
+// onlyRun returns the platform's single run, failing if there is not
+// exactly one.
+func (h *harness) onlyRun() rfttest.Run {
+	h.t.Helper()
+	runs := h.platform.Runs()
+	require.Len(h.t, runs, 1, "runs on the platform")
+	return runs[0]
+}
+
+// waitStatus waits for the run's close-out to reach the platform.
+func (h *harness) waitStatus(id, status string) rfttest.Run {
+	h.t.Helper()
+	var r rfttest.Run
+	require.Eventually(h.t, func() bool {
+		r, _ = h.platform.Run(id)
+		return r.Status == status
+	}, 10*time.Second, 5*time.Millisecond, "run %s never reached %s", id, status)
+	return r
+}
+
+// count reads one of the exporter's counters for the given attributes.
+func (h *harness) count(name string, attrs map[string]string) int64 {
+	h.t.Helper()
+	m, err := h.tel.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	var total int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		match := true
+		for k, want := range attrs {
+			if got, ok := dp.Attributes.Value(attributeKey(k)); !ok || got.AsString() != want {
+				match = false
+			}
+		}
+		if match {
+			total += dp.Value
+		}
+	}
+	return total
+}
+
+// logText is every observed log line with its fields, for assertions on
+// what a user sees.
+func (h *harness) logText() string {
+	var b strings.Builder
+	for _, e := range h.logs.All() {
+		b.WriteString(e.Level.String() + " " + e.Message)
+		for k, v := range e.ContextMap() {
+			b.WriteString(" " + k + "=")
+			b.WriteString(strings.TrimSpace(strings.ReplaceAll(toString(v), "\n", " ")))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// --- pdata builders ---
+
+// resource sets string attributes on a resource.
+func resource(res pcommon.Resource, attrs map[string]string) {
+	for k, v := range attrs {
+		res.Attributes().PutStr(k, v)
+	}
+}
+
+// trainRun is the resource of a trainer that creates a run by key.
+func trainRun(key string) map[string]string {
+	return map[string]string{"prime.run.key": key, "prime.run.model": "Qwen/Qwen3-8B"}
+}
+
+// gauges builds one resource's metrics: name → value per step, each point
+// with a prime.step attribute.
+func gauges(res map[string]string, steps map[int64]map[string]float64) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	resource(rm.Resource(), res)
+	sm := rm.ScopeMetrics().AppendEmpty()
+	for step, values := range steps {
+		for name, v := range values {
+			m := sm.Metrics().AppendEmpty()
+			m.SetName(name)
+			dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+			dp.SetDoubleValue(v)
+			dp.Attributes().PutInt("prime.step", step)
+		}
+	}
+	return md
+}
+
+// events builds one resource's log records, each configured by a func.
+func events(res map[string]string, records ...func(plog.LogRecord)) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	resource(rl.Resource(), res)
+	sl := rl.ScopeLogs().AppendEmpty()
+	for _, f := range records {
+		f(sl.LogRecords().AppendEmpty())
+	}
+	return ld
+}
+
+func runEnd(status, reason string) func(plog.LogRecord) {
+	return func(lr plog.LogRecord) {
+		lr.SetEventName("prime.run.end")
+		if status != "" {
+			lr.Attributes().PutStr("prime.run.status", status)
+		}
+		if reason != "" {
+			lr.Attributes().PutStr("prime.run.error", reason)
+		}
+	}
+}
+
+func metricsEvent(step int64, values map[string]float64) func(plog.LogRecord) {
+	return func(lr plog.LogRecord) {
+		lr.SetEventName("prime.metrics")
+		lr.Attributes().PutInt("prime.step", step)
+		for k, v := range values {
+			lr.Attributes().PutDouble(k, v)
+		}
+	}
+}
+
+func plainLog(text string) func(plog.LogRecord) {
+	return func(lr plog.LogRecord) { lr.Body().SetStr(text) }
+}
+
+// concurrently runs fns at once and waits for them.
+func concurrently(fns ...func()) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, f := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			f()
+		}()
+	}
+	close(start)
+	wg.Wait()
+}

@@ -1,0 +1,201 @@
+package primeexporter
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/primeintellect/primeexporter/rft/rfttest"
+)
+
+func TestEveryStepOfARunBecomesOnePostWithTheStepInside(t *testing.T) {
+	h := newHarness(t, nil)
+	md := gauges(trainRun("r1"), map[int64]map[string]float64{
+		1: {"loss": 0.5, "reward/mean": 0.25},
+		2: {"loss": 0.4, "reward/mean": 0.5},
+	})
+	require.NoError(t, h.exp.pushMetrics(context.Background(), md))
+
+	run := h.onlyRun()
+	assert.Equal(t, map[int64]map[string]float64{
+		1: {"loss": 0.5, "reward/mean": 0.25},
+		2: {"loss": 0.4, "reward/mean": 0.5},
+	}, run.Metrics)
+	assert.Equal(t, 2, run.MetricPosts, "one post per step")
+}
+
+func TestEveryMetricTypeIsMappedIntoTheStepPost(t *testing.T) {
+	h := newHarness(t, nil)
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	resource(rm.Resource(), trainRun("types"))
+	sm := rm.ScopeMetrics().AppendEmpty()
+
+	g := sm.Metrics().AppendEmpty()
+	g.SetName("reward/mean")
+	gp := g.SetEmptyGauge().DataPoints().AppendEmpty()
+	gp.SetDoubleValue(0.5)
+	gp.Attributes().PutInt("prime.step", 3)
+	gp.Attributes().PutStr("env", "gsm8k")
+
+	s := sm.Metrics().AppendEmpty()
+	s.SetName("tokens")
+	sp := s.SetEmptySum().DataPoints().AppendEmpty()
+	sp.SetIntValue(1200)
+	sp.Attributes().PutInt("prime.step", 3)
+
+	hi := sm.Metrics().AppendEmpty()
+	hi.SetName("reward")
+	hp := hi.SetEmptyHistogram().DataPoints().AppendEmpty()
+	hp.SetCount(4)
+	hp.SetSum(2)
+	hp.SetMin(0)
+	hp.SetMax(1)
+	hp.Attributes().PutInt("prime.step", 3)
+
+	eh := sm.Metrics().AppendEmpty()
+	eh.SetName("latency")
+	ep := eh.SetEmptyExponentialHistogram().DataPoints().AppendEmpty()
+	ep.SetCount(2)
+	ep.SetSum(3)
+	ep.Attributes().PutInt("prime.step", 3)
+
+	su := sm.Metrics().AppendEmpty()
+	su.SetName("loss")
+	sup := su.SetEmptySummary().DataPoints().AppendEmpty()
+	sup.SetCount(10)
+	sup.SetSum(5)
+	q := sup.QuantileValues().AppendEmpty()
+	q.SetQuantile(0.5)
+	q.SetValue(0.45)
+	sup.Attributes().PutInt("prime.step", 3)
+
+	nan := sm.Metrics().AppendEmpty()
+	nan.SetName("grad_norm")
+	np := nan.SetEmptyGauge().DataPoints().AppendEmpty()
+	np.SetDoubleValue(math.NaN())
+	np.Attributes().PutInt("prime.step", 3)
+
+	require.NoError(t, h.exp.pushMetrics(context.Background(), md))
+	assert.Equal(t, map[string]float64{
+		"reward/mean{env=gsm8k}": 0.5,
+		"tokens":                 1200,
+		"reward/count":           4, "reward/sum": 2, "reward/mean": 0.5, "reward/min": 0, "reward/max": 1,
+		"latency/count": 2, "latency/sum": 3, "latency/mean": 1.5,
+		"loss/count": 10, "loss/sum": 5, "loss/q0.5": 0.45,
+	}, h.onlyRun().Metrics[3])
+	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "non_finite"}))
+	assert.Contains(t, h.logText(), "grad_norm", "the dropped value is named")
+}
+
+func TestAPointReExportedWithTheSameValueIsNotSentAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	// Cumulative temporality re-exports every step seen so far.
+	first := gauges(trainRun("cum"), map[int64]map[string]float64{1: {"loss": 0.5}})
+	second := gauges(trainRun("cum"), map[int64]map[string]float64{1: {"loss": 0.5}, 2: {"loss": 0.4}})
+	require.NoError(t, h.exp.pushMetrics(context.Background(), first))
+	require.NoError(t, h.exp.pushMetrics(context.Background(), second))
+	require.NoError(t, h.exp.pushMetrics(context.Background(), second))
+
+	run := h.onlyRun()
+	assert.Equal(t, 2, run.MetricPosts, "step 1 once, step 2 once")
+	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 0.5}, 2: {"loss": 0.4}}, run.Metrics)
+}
+
+func TestAChangedValueOfASentStepIsSentAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	require.NoError(t, h.exp.pushMetrics(context.Background(), gauges(trainRun("c"), map[int64]map[string]float64{1: {"loss": 0.5}})))
+	require.NoError(t, h.exp.pushMetrics(context.Background(), gauges(trainRun("c"), map[int64]map[string]float64{1: {"loss": 0.3}})))
+	run := h.onlyRun()
+	assert.Equal(t, 2, run.MetricPosts)
+	assert.Equal(t, 0.3, run.Metrics[1]["loss"])
+}
+
+func TestOnlyTheFailedStepIsHandedBackForRetryAndTheSentStepsAreNotResent(t *testing.T) {
+	h := newHarness(t, nil)
+	md := gauges(trainRun("partial"), map[int64]map[string]float64{
+		1: {"loss": 0.5}, 2: {"loss": 0.4}, 3: {"loss": 0.3},
+	})
+	// Steps go in order: step 1 passes, step 2 fails on both in-place
+	// attempts, step 3 passes.
+	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{}, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+
+	err := h.exp.pushMetrics(context.Background(), md)
+	require.Error(t, err)
+	assert.False(t, consumererror.IsPermanent(err), "a 503 is worth retrying")
+	var partial consumererror.Metrics
+	require.True(t, errors.As(err, &partial))
+	retry := partial.Data()
+	entries := retry.DataPointCount()
+	assert.Equal(t, 1, entries, "only step 2's point comes back")
+	step, _ := retry.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).Attributes().Get("prime.step")
+	assert.Equal(t, int64(2), step.Int())
+
+	run := h.onlyRun()
+	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 0.5}, 3: {"loss": 0.3}}, run.Metrics)
+
+	require.NoError(t, h.exp.pushMetrics(context.Background(), retry))
+	run = h.onlyRun()
+	assert.Equal(t, 3, run.MetricPosts, "the retry posts step 2 only")
+	assert.Equal(t, 0.4, run.Metrics[2]["loss"])
+}
+
+func TestAPointWithoutAStepIsRejectedAndTheRestOfTheBatchGoes(t *testing.T) {
+	h := newHarness(t, nil)
+	md := gauges(trainRun("nostep"), map[int64]map[string]float64{4: {"loss": 0.5}})
+	sm := md.ResourceMetrics().At(0).ScopeMetrics().At(0)
+	m := sm.Metrics().AppendEmpty()
+	m.SetName("orphan")
+	m.SetEmptyGauge().DataPoints().AppendEmpty().SetDoubleValue(1)
+
+	require.NoError(t, h.exp.pushMetrics(context.Background(), md))
+	assert.Equal(t, map[int64]map[string]float64{4: {"loss": 0.5}}, h.onlyRun().Metrics)
+	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "no_step"}))
+	assert.Contains(t, h.logText(), "orphan")
+}
+
+func TestAResourceWithoutIdentityIsRejectedAndOtherResourcesStillGo(t *testing.T) {
+	h := newHarness(t, nil)
+	md := gauges(map[string]string{"service.name": "anonymous"}, map[int64]map[string]float64{1: {"loss": 1}})
+	gauges(trainRun("named"), map[int64]map[string]float64{1: {"loss": 0.5}}).ResourceMetrics().At(0).CopyTo(md.ResourceMetrics().AppendEmpty())
+
+	require.NoError(t, h.exp.pushMetrics(context.Background(), md))
+	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 0.5}}, h.onlyRun().Metrics)
+	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "no_identity"}))
+	assert.Contains(t, h.logText(), "prime.run.key")
+}
+
+func TestARunWithNoModelIsRejectedWithoutARequest(t *testing.T) {
+	h := newHarness(t, nil)
+	md := gauges(map[string]string{"prime.run.key": "nomodel"}, map[int64]map[string]float64{1: {"loss": 1}})
+	require.NoError(t, h.exp.pushMetrics(context.Background(), md))
+	assert.Empty(t, h.platform.Runs())
+	assert.Empty(t, h.platform.Requests())
+	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "run_refused"}))
+	assert.Contains(t, h.logText(), "prime.run.model")
+}
+
+func TestManyRunsGoThroughOneExporter(t *testing.T) {
+	h := newHarness(t, nil)
+	md := pmetric.NewMetrics()
+	for _, key := range []string{"a", "b", "c"} {
+		gauges(trainRun(key), map[int64]map[string]float64{1: {"loss": 1}}).ResourceMetrics().At(0).CopyTo(md.ResourceMetrics().AppendEmpty())
+	}
+	require.NoError(t, h.exp.pushMetrics(context.Background(), md))
+	runs := h.platform.Runs()
+	require.Len(t, runs, 3)
+	for _, r := range runs {
+		assert.Equal(t, 1, r.MetricPosts)
+	}
+	assert.Equal(t, 3, countLogs(h, "Created run"), "one log line per run")
+}
+
+func countLogs(h *harness, msg string) int {
+	return h.logs.FilterMessage(msg).Len()
+}

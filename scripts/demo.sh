@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The main job: build the collector, run it in offline mode with the demo
+# trainer, and show what landed.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+OUT="${PRIME_OFFLINE_DIR:-$ROOT/prime-runs}"
+export PRIME_OFFLINE_DIR="$OUT"
+HTTP_ADDR="${PRIME_OTLP_HTTP:-127.0.0.1:4318}"
+export PRIME_OTLP_HTTP="$HTTP_ADDR"
+export PRIME_OTLP_GRPC="${PRIME_OTLP_GRPC:-127.0.0.1:4317}"
+
+build_collector
+build_demotrainer
+
+mkdir -p "$OUT"
+before=$(ls "$OUT" 2>/dev/null | sort)
+log "starting the collector (offline mode, runs go to $OUT)"
+"$OTELCOL" --config "$ROOT/testdata/demo-offline.yaml" >"$BUILD/collector.log" 2>&1 &
+collector=$!
+trap 'kill $collector 2>/dev/null || true' EXIT
+
+for _ in $(seq 1 100); do
+  if (exec 3<>"/dev/tcp/${HTTP_ADDR%:*}/${HTTP_ADDR##*:}") 2>/dev/null; then break; fi
+  kill -0 $collector 2>/dev/null || { cat "$BUILD/collector.log" >&2; exit 1; }
+  sleep 0.1
+done
+
+log "running the demo trainer"
+"$DEMOTRAINER" -endpoint "$HTTP_ADDR" "$@"
+
+run_dir=""
+for _ in $(seq 1 150); do
+  for d in $(comm -13 <(echo "$before") <(ls "$OUT" | sort)); do
+    if grep -q '"status": "completed"' "$OUT/$d/run.json" 2>/dev/null; then run_dir="$OUT/$d"; fi
+  done
+  [ -n "$run_dir" ] && break
+  sleep 0.2
+done
+kill -TERM $collector; wait $collector || true
+trap - EXIT
+
+if [ -z "$run_dir" ]; then
+  echo "the run was not closed out; collector log:" >&2
+  tail -40 "$BUILD/collector.log" >&2
+  exit 1
+fi
+
+steps=$(grep -o '"step":[0-9]*' "$run_dir/metrics.jsonl" | sort -u | wc -l)
+posts=$(wc -l <"$run_dir/metrics.jsonl")
+echo
+echo "What landed in $run_dir:"
+ls -l "$run_dir"
+echo
+echo "run.json:"
+cat "$run_dir/run.json"
+echo
+echo "metrics.jsonl: $posts posts covering $steps steps; the last one:"
+tail -1 "$run_dir/metrics.jsonl"
+echo
+echo "Collector log: $BUILD/collector.log"

@@ -1,0 +1,36 @@
+# Shared by scripts/demo.sh and scripts/test.sh: build the pinned tools and
+# binaries into _build/.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD="$ROOT/_build"
+OCB_VERSION=v0.165.0
+OTELCOL="$BUILD/otelcol-prime/otelcol-prime"
+DEMOTRAINER="$BUILD/demotrainer"
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# ocb is installed with go install at the pinned release.
+ensure_ocb() {
+  OCB="$(go env GOPATH)/bin/builder"
+  if ! "$OCB" version 2>/dev/null | grep -q "${OCB_VERSION#v}"; then
+    log "installing ocb $OCB_VERSION"
+    go install "go.opentelemetry.io/collector/cmd/builder@$OCB_VERSION"
+  fi
+}
+
+build_collector() {
+  ensure_ocb
+  mkdir -p "$BUILD"
+  log "building the collector with ocb (the first build takes several minutes)"
+  (cd "$ROOT" && "$OCB" --config builder-config.yaml >"$BUILD/ocb.log" 2>&1) || {
+    tail -50 "$BUILD/ocb.log" >&2
+    return 1
+  }
+}
+
+build_demotrainer() {
+  mkdir -p "$BUILD"
+  log "building the demo trainer"
+  (cd "$ROOT/cmd/demotrainer" && go build -o "$DEMOTRAINER" .)
+}

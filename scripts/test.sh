@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The tests: vet and race-test every module, build the collector with ocb,
+# then run the end-to-end tests against the built binary.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+cd "$ROOT"
+log "go vet + go test -race (component)"
+go vet ./...
+go test -race -count=1 ./...
+
+log "go vet + go test -race (demo trainer)"
+(cd cmd/demotrainer && go vet ./... && go test -race -count=1 ./...)
+
+build_collector
+build_demotrainer
+
+log "end-to-end tests (built collector + demo trainer + fake platform)"
+(cd e2e && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_DEMOTRAINER="$DEMOTRAINER" go test -race -count=1 -v ./... 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)')
