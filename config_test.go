@@ -1,6 +1,7 @@
 package primeexporter
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 )
 
@@ -138,4 +141,27 @@ func TestTheAPIKeyIsRedactedWhenTheConfigIsPrinted(t *testing.T) {
 	require.NoError(t, conf.Marshal(cfg))
 	assert.NotContains(t, conf.ToStringMap()["api_key"], "full-key")
 	assert.Equal(t, "[REDACTED]", conf.ToStringMap()["api_key"])
+}
+
+func TestAHostedRunIsConfiguredFromTheLaunchersEnvironment(t *testing.T) {
+	t.Setenv("PRIME_API_BASE", "https://h.example/api/internal/rft")
+	t.Setenv("PRIME_API_KEY", "per-run-token")
+	t.Setenv("RUN_ID", "run-42")
+	resolver, err := confmap.NewResolver(confmap.ResolverSettings{
+		URIs:              []string{"file:" + filepath.Join("testdata", "config.yaml")},
+		ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
+		DefaultScheme:     "env",
+	})
+	require.NoError(t, err)
+	conf, err := resolver.Resolve(context.Background())
+	require.NoError(t, err)
+	sub, err := conf.Sub("prime/hosted")
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	require.NoError(t, sub.Unmarshal(cfg))
+	require.NoError(t, confmap.Validate(cfg))
+
+	assert.Equal(t, "https://h.example/api/internal/rft", cfg.ClientConfig.Endpoint)
+	assert.Equal(t, configopaque.String("per-run-token"), cfg.APIKey)
+	assert.Equal(t, "run-42", cfg.Run.ID)
 }

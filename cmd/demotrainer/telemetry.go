@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+)
+
+// instrumentationScope names the meter and logger.
+const instrumentationScope = "github.com/primeintellect/primeexporter/cmd/demotrainer"
+
+// seqLen is the simulated context length, sent as prime.training.seq_len.
+const seqLen = 2048
+
+// learningRate is the simulated optimizer's constant learning rate.
+const learningRate = 1e-6
+
+// telemetry owns the two SDK providers of a run and what they exported.
+type telemetry struct {
+	meters  *sdkmetric.MeterProvider
+	loggers *sdklog.LoggerProvider
+	// metricPoints and logRecords count what the exporters delivered, for the
+	// summary line.
+	metricPoints atomic.Int64
+	logRecords   atomic.Int64
+}
+
+// newResource describes the run the way telemetry.md section 1 reads it.
+func newResource(ctx context.Context, cfg config) (*resource.Resource, error) {
+	runConfig, err := json.Marshal(map[string]any{
+		"seed": cfg.seed,
+		"trainer": map[string]any{
+			"lr":                   learningRate,
+			"batch_size":           cfg.episodesPerStep,
+			"rollouts_per_example": cfg.rolloutsPerExample,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("service.name", "demotrainer"),
+		attribute.String("prime.run.name", cfg.runName),
+		attribute.String("prime.run.model", cfg.model),
+		attribute.StringSlice("prime.run.environments", cfg.environments),
+		attribute.Int("prime.training.max_steps", cfg.steps),
+		attribute.Int("prime.training.batch_size", cfg.episodesPerStep),
+		attribute.Int("prime.training.rollouts_per_example", cfg.rolloutsPerExample),
+		attribute.Int("prime.training.seq_len", seqLen),
+		attribute.String("prime.run.config", string(runConfig)),
+	}
+	if cfg.runKey != "" {
+		attrs = append(attrs, attribute.String("prime.run.key", cfg.runKey))
+	}
+	if cfg.runID != "" {
+		attrs = append(attrs, attribute.String("prime.run.id", cfg.runID))
+	}
+	// No resource.WithFromEnv: the run must be what the flags say, whatever
+	// OTEL_RESOURCE_ATTRIBUTES the shell happens to hold.
+	return resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
+}
+
+// newTelemetry builds both providers against cfg.endpoint. Nothing is sent
+// until the first flush.
+func newTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
+	res, err := newResource(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	metricOpts := []otlpmetrichttp.Option{
+		otlpmetrichttp.WithEndpoint(cfg.endpoint.hostPort),
+		otlpmetrichttp.WithURLPath(cfg.endpoint.basePath + "/v1/metrics"),
+		otlpmetrichttp.WithTimeout(cfg.exportTimeout),
+		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig(retryConfig(cfg))),
+		otlpmetrichttp.WithTemporalitySelector(deltaTemporality),
+	}
+	logOpts := []otlploghttp.Option{
+		otlploghttp.WithEndpoint(cfg.endpoint.hostPort),
+		otlploghttp.WithURLPath(cfg.endpoint.basePath + "/v1/logs"),
+		otlploghttp.WithTimeout(cfg.exportTimeout),
+		otlploghttp.WithRetry(otlploghttp.RetryConfig(retryConfig(cfg))),
+	}
+	if cfg.endpoint.insecure {
+		metricOpts = append(metricOpts, otlpmetrichttp.WithInsecure())
+		logOpts = append(logOpts, otlploghttp.WithInsecure())
+	}
+	metricExp, err := otlpmetrichttp.New(ctx, metricOpts...)
+	if err != nil {
+		return nil, err
+	}
+	logExp, err := otlploghttp.New(ctx, logOpts...)
+	if err != nil {
+		return nil, errors.Join(err, metricExp.Shutdown(ctx))
+	}
+
+	t := &telemetry{}
+	// The reader's own interval never fires within a run: every export comes
+	// from the flush after each step, so each step's points go out once, in
+	// order, and their errors are returned to the step that made them.
+	reader := sdkmetric.NewPeriodicReader(
+		countingMetricExporter{Exporter: metricExp, points: &t.metricPoints},
+		sdkmetric.WithInterval(24*time.Hour),
+		sdkmetric.WithTimeout(2*cfg.exportTimeout),
+	)
+	t.meters = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(reader))
+	// Likewise for logs: a step's records are flushed with the step, and the
+	// queue holds more than one step so that none is ever dropped.
+	processor := sdklog.NewBatchProcessor(
+		countingLogExporter{Exporter: logExp, records: &t.logRecords},
+		sdklog.WithExportInterval(24*time.Hour),
+		sdklog.WithExportTimeout(2*cfg.exportTimeout),
+		sdklog.WithMaxQueueSize(max(2048, 2*(cfg.episodesPerStep+3))),
+	)
+	t.loggers = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(processor))
+	return t, nil
+}
+
+// deltaTemporality makes every collection carry only what was recorded since
+// the previous one, as telemetry.md asks of trainers.
+func deltaTemporality(sdkmetric.InstrumentKind) metricdata.Temporality {
+	return metricdata.DeltaTemporality
+}
+
+// flush exports everything recorded so far: metrics first, then logs, so the
+// step's metrics reach the collector before the step's events.
+func (t *telemetry) flush(ctx context.Context) error {
+	if err := t.meters.ForceFlush(ctx); err != nil {
+		return err
+	}
+	return t.loggers.ForceFlush(ctx)
+}
+
+// shutdown flushes and stops both providers, reporting every failure.
+func (t *telemetry) shutdown(ctx context.Context) error {
+	return errors.Join(t.meters.Shutdown(ctx), t.loggers.Shutdown(ctx))
+}
+
+// countingMetricExporter counts the data points the collector accepted.
+type countingMetricExporter struct {
+	sdkmetric.Exporter
+	points *atomic.Int64
+}
+
+func (e countingMetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
+	if err := e.Exporter.Export(ctx, rm); err != nil {
+		return err
+	}
+	e.points.Add(int64(countPoints(rm)))
+	return nil
+}
+
+func countPoints(rm *metricdata.ResourceMetrics) int {
+	n := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Gauge[float64]:
+				n += len(d.DataPoints)
+			case metricdata.Gauge[int64]:
+				n += len(d.DataPoints)
+			case metricdata.Sum[float64]:
+				n += len(d.DataPoints)
+			case metricdata.Sum[int64]:
+				n += len(d.DataPoints)
+			case metricdata.Histogram[float64]:
+				n += len(d.DataPoints)
+			case metricdata.Histogram[int64]:
+				n += len(d.DataPoints)
+			}
+		}
+	}
+	return n
+}
+
+// countingLogExporter counts the log records the collector accepted.
+type countingLogExporter struct {
+	sdklog.Exporter
+	records *atomic.Int64
+}
+
+func (e countingLogExporter) Export(ctx context.Context, records []sdklog.Record) error {
+	if err := e.Exporter.Export(ctx, records); err != nil {
+		return err
+	}
+	e.records.Add(int64(len(records)))
+	return nil
+}
+
+// errorSink collects the errors the SDK reports asynchronously through the
+// OTel error handler, so that none of them can go unnoticed.
+type errorSink struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (s *errorSink) Handle(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errs = append(s.errs, err)
+}
+
+func (s *errorSink) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.errs...)
+}
+
+// retrySettings has the shape of both exporters' RetryConfig, which are
+// distinct types over the same fields.
+type retrySettings struct {
+	Enabled         bool
+	InitialInterval time.Duration
+	MaxInterval     time.Duration
+	MaxElapsedTime  time.Duration
+}
+
+// retryConfig rides out a collector that answers 429/503 for a moment (a
+// memory limiter), but gives up within the export timeout so a dead endpoint
+// fails the run quickly. Connection refused is never retried by the exporters.
+func retryConfig(cfg config) retrySettings {
+	return retrySettings{
+		Enabled:         true,
+		InitialInterval: 100 * time.Millisecond,
+		MaxInterval:     time.Second,
+		MaxElapsedTime:  cfg.exportTimeout,
+	}
+}

@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binaries returns the built collector and demo trainer, failing the test
+// when they were not built: these tests never skip.
+func binaries(t *testing.T) (otelcol, trainer string) {
+	t.Helper()
+	otelcol, trainer = os.Getenv("PRIME_OTELCOL"), os.Getenv("PRIME_DEMOTRAINER")
+	if otelcol == "" || trainer == "" {
+		t.Fatal("PRIME_OTELCOL and PRIME_DEMOTRAINER must name the built binaries: run bash scripts/test.sh")
+	}
+	return otelcol, trainer
+}
+
+// freeAddr reserves a loopback port for the collector's OTLP receiver.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// syncBuffer collects a process's output for assertions.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// collector is a running collector process.
+type collector struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+	addr string
+}
+
+// startCollector writes config to a file and runs the collector on it with
+// env added to the environment, waiting until its OTLP/HTTP port answers.
+func startCollector(t *testing.T, otelcol, config string, env ...string) *collector {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "collector.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PRIME_OTLP_HTTP="); ok {
+			addr = v
+		}
+	}
+	c := &collector{t: t, out: &syncBuffer{}, done: make(chan error, 1), addr: addr}
+	c.cmd = exec.Command(otelcol, "--config", path)
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		if c.cmd.ProcessState == nil {
+			_ = c.cmd.Process.Kill()
+			<-c.done
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return c
+		}
+		select {
+		case err := <-c.done:
+			t.Fatalf("collector exited before it listened: %v\n%s", err, c.out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("collector did not listen on %s in 30s:\n%s", addr, c.out.String())
+		}
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (c *collector) stop() {
+	c.t.Helper()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-c.done:
+		if err != nil {
+			c.t.Fatalf("collector exited with %v:\n%s", err, c.out.String())
+		}
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("collector did not stop in 30s:\n%s", c.out.String())
+	}
+}
+
+// runTrainer plays a demo run against the collector.
+func runTrainer(t *testing.T, trainer, addr string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, trainer, append([]string{"-endpoint", addr}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo trainer failed: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool, dump func() string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within 60s\n%s", what, dump())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func fatalf(t *testing.T, c *collector, format string, args ...any) {
+	t.Helper()
+	t.Fatalf("%s\ncollector output:\n%s", fmt.Sprintf(format, args...), c.out.String())
+}

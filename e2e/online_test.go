@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/primeintellect/primeexporter/rft/rfttest"
+)
+
+const e2eKey = "sk-e2e-SECRET-31337"
+
+// onlineConfig is a production-shaped config: the key and base from the
+// environment, the sending queue on, and a fan-out to the debug exporter.
+const onlineConfig = `
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: ${env:PRIME_OTLP_HTTP}
+exporters:
+  prime:
+    endpoint: ${env:PRIME_API_BASE}
+    api_key: ${env:PRIME_API_KEY}
+    team_id: team-e2e
+    run:
+      id: ${env:RUN_ID:-}
+    finalize_grace: 500ms
+    sending_queue:
+      enabled: true
+      num_consumers: 4
+  debug:
+    verbosity: detailed
+service:
+  pipelines:
+    metrics:
+      receivers: [otlp]
+      exporters: [prime, debug]
+    logs:
+      receivers: [otlp]
+      exporters: [prime, debug]
+  telemetry:
+    metrics:
+      level: none
+`
+
+const demoSteps = 12
+
+func TestTheDemoRunLandsOnThePlatformThroughTheBuiltCollector(t *testing.T) {
+	otelcol, trainer := binaries(t)
+	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}})
+	defer platform.Close()
+	addr := freeAddr(t)
+	c := startCollector(t, otelcol, onlineConfig,
+		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey)
+
+	runTrainer(t, trainer, addr, "-steps", itoa(demoSteps), "-run-key", "e2e-run", "-step-delay", "5ms")
+	eventually(t, "the run's close-out", func() bool {
+		runs := platform.Runs()
+		return len(runs) == 1 && runs[0].Status == rfttest.StatusCompleted
+	}, c.out.String)
+	c.stop()
+
+	runs := platform.Runs()
+	if len(runs) != 1 {
+		fatalf(t, c, "want exactly one run, got %d", len(runs))
+	}
+	run := runs[0]
+	if !run.Finalized {
+		fatalf(t, c, "a completed run is finalized, got %+v", run)
+	}
+	if got := run.Spec["base_model"]; got != "Qwen/Qwen3-0.6B" {
+		fatalf(t, c, "base_model = %v", got)
+	}
+	if got := run.Spec["team_id"]; got != "team-e2e" {
+		fatalf(t, c, "team_id = %v", got)
+	}
+	for step := int64(1); step <= demoSteps; step++ {
+		m := run.Metrics[step]
+		for _, key := range []string{"loss", "reward/mean", "reward/count", "lr"} {
+			if _, ok := m[key]; !ok {
+				fatalf(t, c, "step %d has no %q: %v", step, key, m)
+			}
+		}
+	}
+	out := c.out.String()
+	if strings.Contains(out, e2eKey) {
+		t.Fatal("the API key appears in the collector's output")
+	}
+	for _, want := range []string{"Created run", "/dashboard/training/" + run.ID, "Closed out run"} {
+		if !strings.Contains(out, want) {
+			fatalf(t, c, "collector output lacks %q", want)
+		}
+	}
+}
+
+func TestAHostedRunIsAttachedByRunIDAndNeverMarkedFailed(t *testing.T) {
+	otelcol, trainer := binaries(t)
+	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, Prefix: "/api/internal"})
+	defer platform.Close()
+	platform.AddRun("run-hosted-1")
+	addr := freeAddr(t)
+	c := startCollector(t, otelcol, onlineConfig,
+		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey, "RUN_ID=run-hosted-1")
+
+	runTrainer(t, trainer, addr, "-steps", "5", "-status", "failed", "-error", "OOM", "-step-delay", "5ms")
+	eventually(t, "every step on the hosted run", func() bool {
+		r, _ := platform.Run("run-hosted-1")
+		return len(r.Metrics) == 5
+	}, c.out.String)
+	eventually(t, "the end of the attached run", func() bool {
+		return strings.Contains(c.out.String(), "Attached run ended without completing")
+	}, c.out.String)
+	c.stop()
+
+	if n := len(platform.Runs()); n != 1 {
+		fatalf(t, c, "attaching creates no run; the platform has %d", n)
+	}
+	r, _ := platform.Run("run-hosted-1")
+	if r.Status != rfttest.StatusRunning {
+		fatalf(t, c, "the launcher owns failure marking; status = %s", r.Status)
+	}
+	for _, req := range platform.Requests() {
+		if strings.HasSuffix(req.Path, "/external-runs") {
+			fatalf(t, c, "a create request was made for an attached run")
+		}
+		if !strings.HasPrefix(req.Path, "/api/internal/") {
+			fatalf(t, c, "request outside the internal prefix: %s", req.Path)
+		}
+	}
+}

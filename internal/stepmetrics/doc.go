@@ -1,0 +1,57 @@
+// Package stepmetrics maps OTLP metrics, and prime.metrics log events, to the
+// name → value entries of the platform's per-step metrics posts
+// (telemetry.md §2–3, rft-api.md "Step metrics"). It is pure: no I/O, no
+// collector component code; the root package groups the entries by run and
+// step, de-duplicates and sends them.
+//
+// Decisions, and why:
+//
+//   - Step resolution order. A data point's prime.step attribute wins: it is
+//     exact and travels with the point. Failing that, the gauge or sum named
+//     Options.StepMetric ("step") that the same resource reported with the
+//     same TimeUnixNano gives it, because an SDK collects every instrument
+//     of a reader at once and a trainer that already records its step as a
+//     gauge should not have to tag every other instrument. The step metric's
+//     own points take their own value as their step (and also yield the
+//     entry "step", which the post carries anyway). A zero timestamp never
+//     matches (it means "unset"); step points disagreeing at one timestamp
+//     make every point that leans on them a bad_step, rather than picking
+//     one at random. With no step a point is rejected, never guessed. Steps
+//     are read leniently (an integral double is an int, telemetry.md §3);
+//     their sign is not checked here (the spec sets no range).
+//
+//   - Key folding. The platform's post is one flat name → number object per
+//     step, so the data-point attributes that tell series apart (env, rank,
+//     …) must go into the name, or two series would overwrite each other.
+//     name{k=v,…} with sorted keys is the Prometheus-like form people read
+//     at a glance; it is deterministic, and escaping `\ , = { }` in keys and
+//     values makes it injective: distinct attribute sets never collide.
+//     Values take their plain form: strings as is, doubles shortest
+//     round-trip, lists and maps compact JSON, bytes standard base64 (what
+//     JSON itself gives bytes), an empty value "".
+//
+//   - Derived values. Histograms and summaries are not scalars. count, sum,
+//     min and max are taken as recorded; mean = sum/count is derived because
+//     it is the curve a trainer wants, and a metric SDK can only give it
+//     through a histogram. Non-finite values are rejected one by one, so a
+//     histogram whose sum overflowed still sends its count.
+//
+//   - Nothing recorded is not an error: a point flagged NoRecordedValue (or
+//     with an empty value) produces neither an entry nor a rejection.
+//
+//   - prime.metrics events. The step is the prime.step attribute only. The
+//     values are the body when it is a non-empty map (or a string holding a
+//     JSON object), else the attributes; not both, because a logging bridge
+//     fills the attributes with provenance (code.lineno, thread.id are ints)
+//     that a body-carrying trainer never meant as metrics. Among attributes,
+//     event.name, everything under prime. (the exporter's namespace) and the
+//     exact provenance names log bridges add are not metrics. Event keys are
+//     taken as given: an event has no data-point attributes to fold in.
+//
+//   - Order is deterministic (metric order, then point order; document order
+//     for a JSON event body), so callers and tests can compare slices.
+//
+//   - FilterSteps resolves steps exactly as FromResource does, so a retry
+//     handed back to the collector holds just the failed steps' points plus
+//     the step gauge points they need.
+package stepmetrics

@@ -1,0 +1,155 @@
+package stepmetrics
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/primeintellect/primeexporter/internal/pvalue"
+)
+
+// bodyKey names the record body in rejections.
+const bodyKey = "body"
+
+// FromEvent maps one prime.metrics log record (telemetry.md §3) to entries of
+// its step: attribute prime.step (an int, or an integral double) gives the
+// step, and the values are
+//   - the body, when it is a non-empty map of name → number or a string
+//     holding such a JSON object (attributes then only carry the step);
+//   - otherwise every attribute but the event's own control attributes
+//     (event.name and everything under prime.) and the provenance
+//     attributes that OTel log bridges add by themselves (code.*, thread.*,
+//     exception.*, log.record.*, log.file.* and friends; see bridgeAttribute).
+//
+// Each value is read leniently (an int is a number). A value that is not a
+// number is a bad_value rejection of its own; the event's other values still
+// count. Keys are taken as given, with no attribute folding: an event has no
+// data-point attributes.
+func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected []Rejection) {
+	sv, ok := attrs.Get(stepAttribute)
+	if !ok {
+		return nil, []Rejection{reject(ReasonNoStep, stepAttribute, "prime.metrics event has no %s attribute", stepAttribute)}
+	}
+	step, ok := pvalue.Int(sv)
+	if !ok {
+		return nil, []Rejection{reject(ReasonBadStep, stepAttribute, "prime.metrics event: attribute %s must be an int, got %s", stepAttribute, describe(sv))}
+	}
+
+	values, fromBody, bodyErr := bodyValues(body)
+	if bodyErr != nil {
+		rejected = append(rejected, reject(ReasonBadValue, bodyKey, "prime.metrics event: body looks like a JSON object but does not parse: %v", bodyErr))
+	}
+	if !fromBody {
+		values = attrs
+	}
+	candidates := 0
+	values.Range(func(k string, v pcommon.Value) bool {
+		if controlKey(k) || (!fromBody && bridgeAttribute(k)) {
+			return true
+		}
+		candidates++
+		f, ok := pvalue.Float(v)
+		switch {
+		case !ok:
+			rejected = append(rejected, reject(ReasonBadValue, k, "prime.metrics event: value of %q must be a number, got %s", k, pvalue.TypeName(v)))
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			rejected = append(rejected, nonFinite(k, f))
+		default:
+			entries = append(entries, Entry{Step: step, Key: k, Value: f})
+		}
+		return true
+	})
+	if candidates == 0 && len(rejected) == 0 {
+		rejected = append(rejected, reject(ReasonNoValues, "prime.metrics", "prime.metrics event for step %d carries no values", step))
+	}
+	return entries, rejected
+}
+
+// bodyValues reads the body as the event's values: a map, or a string whose
+// first non-space character is `{` parsed as a JSON object. An empty map, or
+// any other body (a message text, say), leaves the values to the attributes.
+func bodyValues(body pcommon.Value) (pcommon.Map, bool, error) {
+	switch body.Type() {
+	case pcommon.ValueTypeMap:
+		return body.Map(), body.Map().Len() > 0, nil
+	case pcommon.ValueTypeStr:
+		s := strings.TrimSpace(body.Str())
+		if !strings.HasPrefix(s, "{") {
+			return pcommon.Map{}, false, nil
+		}
+		m, err := parseJSONObject(s)
+		if err != nil {
+			return pcommon.Map{}, false, err
+		}
+		return m, m.Len() > 0, nil
+	}
+	return pcommon.Map{}, false, nil
+}
+
+// parseJSONObject parses s into a map in document order, so the entries
+// come out in the order the trainer wrote them.
+func parseJSONObject(s string) (pcommon.Map, error) {
+	// A whole-document check first: its errors read better than the
+	// streaming decoder's ("unexpected end of JSON input", not "EOF").
+	if !json.Valid([]byte(s)) {
+		var probe any
+		if err := json.Unmarshal([]byte(s), &probe); err != nil {
+			return pcommon.Map{}, err
+		}
+		return pcommon.Map{}, errors.New("invalid JSON")
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return pcommon.Map{}, errors.New("not a JSON object")
+	}
+	m := pcommon.NewMap()
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return pcommon.Map{}, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return pcommon.Map{}, errors.New("object key is not a string")
+		}
+		var raw any
+		if err := dec.Decode(&raw); err != nil {
+			return pcommon.Map{}, err
+		}
+		if err := m.PutEmpty(key).FromRaw(raw); err != nil {
+			return pcommon.Map{}, err
+		}
+	}
+	_, err := dec.Token() // the closing brace; json.Valid ruled out trailing data
+	return m, err
+}
+
+// controlKey tells the event's own control keys, which are not metrics:
+// event.name (the event-name attribute of older SDKs) and the prime.
+// namespace, which the exporter reserves for what it reads (prime.step).
+func controlKey(k string) bool {
+	return k == "event.name" || strings.HasPrefix(k, "prime.")
+}
+
+// bridgeAttribute tells the attributes that OTel log bridges (Python's
+// LoggingHandler, logging instrumentation, Java's appenders) put on every
+// record by themselves. They are provenance, not metrics: code.lineno and
+// thread.id are ints and would otherwise be plotted. Exact names only, so a
+// trainer's own "code.pass_rate" is still a metric.
+func bridgeAttribute(k string) bool {
+	switch k {
+	case "code.filepath", "code.file.path", "code.function", "code.function.name",
+		"code.lineno", "code.line.number", "code.column", "code.column.number",
+		"code.namespace", "code.stacktrace",
+		"thread.id", "thread.name",
+		"exception.type", "exception.message", "exception.stacktrace", "exception.escaped",
+		"log.record.uid", "log.record.original", "log.iostream",
+		"log.file.name", "log.file.path", "log.file.name_resolved", "log.file.path_resolved",
+		"otelSpanID", "otelTraceID", "otelTraceSampled", "otelServiceName":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,208 @@
+package stepmetrics
+
+import (
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// FuzzFromResource feeds arbitrary OTLP metrics through the mapping: it must
+// not panic, must never produce a non-finite entry, and FilterSteps must
+// hand back exactly the points of the kept steps.
+func FuzzFromResource(f *testing.F) {
+	for _, rm := range fuzzSeeds(f) {
+		md := pmetric.NewMetrics()
+		rm.CopyTo(md.ResourceMetrics().AppendEmpty())
+		b, err := (&pmetric.ProtoMarshaler{}).MarshalMetrics(md)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b)
+		if err != nil {
+			return
+		}
+		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			rm := md.ResourceMetrics().At(i)
+			for _, opts := range []Options{defaultOptions(), {}} {
+				checkResource(t, rm, opts)
+			}
+		}
+	})
+}
+
+func checkResource(t *testing.T, rm pmetric.ResourceMetrics, opts Options) {
+	entries, rejected := FromResource(rm, opts)
+	for _, e := range entries {
+		if math.IsNaN(e.Value) || math.IsInf(e.Value, 0) {
+			t.Fatalf("non-finite entry %+v", e)
+		}
+	}
+	for _, r := range rejected {
+		switch r.Reason {
+		case ReasonNoStep, ReasonBadStep, ReasonNonFinite:
+		default:
+			t.Fatalf("unexpected rejection reason %q", r.Reason)
+		}
+		if r.Err == nil || r.Err.Error() == "" {
+			t.Fatalf("rejection %+v has no message", r)
+		}
+	}
+	for _, keep := range []func(int64) bool{
+		func(int64) bool { return true },
+		func(s int64) bool { return s%2 == 0 },
+	} {
+		dst := pmetric.NewMetrics()
+		FilterSteps(dst, rm, opts, keep)
+		var got []Entry
+		for i := 0; i < dst.ResourceMetrics().Len(); i++ {
+			es, _ := FromResource(dst.ResourceMetrics().At(i), opts)
+			got = append(got, es...)
+		}
+		var want []Entry
+		for _, e := range entries {
+			if keep(e.Step) {
+				want = append(want, e)
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("entries of the filtered resource:\n got %s\nwant %s", lines(got), lines(want))
+		}
+	}
+}
+
+// fuzzSeeds are resources covering every metric type and step path.
+func fuzzSeeds(tb testing.TB) []pmetric.ResourceMetrics {
+	rm, ms := resource()
+	num(tb, gauge(ms, "step"), 3, 10)
+	num(tb, gauge(ms, "step"), 4, 20, "rank", 1)
+	dbl(tb, sum(ms, "loss"), 0.5, 10, "env", "a,b")
+	dbl(tb, sum(ms, "loss"), math.NaN(), 20)
+	dbl(tb, gauge(ms, "kl"), 0.1, 30, "prime.step", 2.5)
+	h := histogram(ms, "reward").AppendEmpty()
+	h.SetTimestamp(10)
+	h.SetCount(2)
+	h.SetSum(1)
+	h.SetMax(1)
+	e := expHistogram(ms, "len").AppendEmpty()
+	attrs(tb, e.Attributes(), "prime.step", int64(8), "cfg", map[string]any{"x": []any{1, "y"}})
+	e.SetCount(1)
+	e.SetSum(math.Inf(1))
+	s := summary(ms, "t").AppendEmpty()
+	attrs(tb, s.Attributes(), "prime.step", int64(9))
+	q := s.QuantileValues().AppendEmpty()
+	q.SetQuantile(0.5)
+	q.SetValue(2)
+	return []pmetric.ResourceMetrics{rm, twoSteps(tb)}
+}
+
+// FuzzFormatKey checks that a key can always be read back: escaping makes
+// distinct attribute sets give distinct keys.
+func FuzzFormatKey(f *testing.F) {
+	f.Add("loss", "env", "gsm8k", int64(1), 0.5, true)
+	f.Add("reward/mean", `a,b=c`, `x{y}\z`, int64(-3), 1e-6, false)
+	f.Add("", "", "", int64(0), math.NaN(), false)
+	f.Add("a{b", "prime.step", "}", int64(math.MaxInt64), math.Inf(-1), true)
+	f.Add("0", "\x89", "0", int64(1), 0.5, true) // invalid UTF-8 stays as it is
+	f.Fuzz(func(t *testing.T, name, k, v string, i int64, d float64, b bool) {
+		m := pcommon.NewMap()
+		m.PutStr(k, v)
+		m.PutInt("i", i)
+		m.PutDouble("d", d)
+		m.PutBool("b", b)
+		m.PutEmptyMap("m").PutStr(v, k)
+		want := map[string]string{}
+		m.Range(func(key string, val pcommon.Value) bool {
+			if key != stepAttribute {
+				want[key] = plainValue(val)
+			}
+			return true
+		})
+		key := FormatKey(name, m)
+		if !strings.HasPrefix(key, name) {
+			t.Fatalf("key %q does not start with the name %q", key, name)
+		}
+		got, ok := unfold(key[len(name):])
+		if !ok {
+			t.Fatalf("key %q does not read back", key)
+		}
+		var keys []string
+		for _, p := range got {
+			keys = append(keys, p[0])
+			if want[p[0]] != p[1] {
+				t.Fatalf("key %q: attribute %q reads back as %q, want %q", key, p[0], p[1], want[p[0]])
+			}
+		}
+		if !sort.StringsAreSorted(keys) || len(keys) != len(want) {
+			t.Fatalf("key %q: attributes %q, want the sorted keys of %v", key, keys, want)
+		}
+	})
+}
+
+// unfold reads `{k=v,…}` back into its unescaped pairs.
+func unfold(s string) ([][2]string, bool) {
+	if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
+		return nil, false
+	}
+	var pairs [][2]string
+	var cur strings.Builder
+	var pair [2]string
+	inValue := false
+	escaped := false
+	body := s[1:]
+	for i := 0; i < len(body); i++ {
+		r := body[i]
+		switch {
+		case escaped:
+			cur.WriteByte(r)
+			escaped = false
+		case r == '\\':
+			escaped = true
+		case r == '=' && !inValue:
+			pair[0], inValue = cur.String(), true
+			cur.Reset()
+		case (r == ',' || r == '}') && inValue:
+			pair[1], inValue = cur.String(), false
+			pairs = append(pairs, pair)
+			cur.Reset()
+			if r == '}' {
+				return pairs, i == len(body)-1
+			}
+		case r == '{' || r == '}' || r == ',' || r == '=':
+			return nil, false // an unescaped structural character out of place
+		default:
+			cur.WriteByte(r)
+		}
+	}
+	return nil, false
+}
+
+// FuzzFromEvent feeds arbitrary bodies through the event mapping: no panic,
+// every entry finite and of the event's step.
+func FuzzFromEvent(f *testing.F) {
+	f.Add(`{"loss": 0.5, "n": 3}`, int64(1))
+	f.Add(`{"loss": 1e400}`, int64(2))
+	f.Add(`{"a": {"b": [1, null]}, "": true}`, int64(-1))
+	f.Add(`{"loss": 0.5,`, int64(0))
+	f.Add("not json", int64(3))
+	f.Fuzz(func(t *testing.T, body string, step int64) {
+		m := pcommon.NewMap()
+		m.PutInt(stepAttribute, step)
+		entries, rejected := FromEvent(m, pcommon.NewValueStr(body))
+		for _, e := range entries {
+			if e.Step != step || math.IsNaN(e.Value) || math.IsInf(e.Value, 0) {
+				t.Fatalf("bad entry %+v for step %d", e, step)
+			}
+		}
+		if len(entries) == 0 && len(rejected) == 0 {
+			t.Fatalf("body %q gave neither entries nor rejections", body)
+		}
+	})
+}

@@ -1,0 +1,183 @@
+package stepmetrics
+
+import (
+	"math"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/primeintellect/primeexporter/internal/pvalue"
+)
+
+// FromResource maps every data point of one resource's metrics (all scope
+// metrics) to entries, in metric order then point order. Points that cannot
+// be sent come back as rejections; points with no recorded value produce
+// nothing at all.
+func FromResource(rm pmetric.ResourceMetrics, opts Options) (entries []Entry, rejected []Rejection) {
+	c := collector{steps: newStepResolver(rm, opts)}
+	sms := rm.ScopeMetrics()
+	for i := 0; i < sms.Len(); i++ {
+		ms := sms.At(i).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			c.metric(ms.At(j))
+		}
+	}
+	return c.entries, c.rejected
+}
+
+// collector accumulates the entries and rejections of one resource.
+type collector struct {
+	steps    stepResolver
+	entries  []Entry
+	rejected []Rejection
+}
+
+func (c *collector) metric(m pmetric.Metric) {
+	name := m.Name()
+	switch m.Type() {
+	case pmetric.MetricTypeGauge, pmetric.MetricTypeSum:
+		own := c.steps.isStepMetric(m)
+		dps := numberPoints(m)
+		for i := 0; i < dps.Len(); i++ {
+			c.number(name, own, dps.At(i))
+		}
+	case pmetric.MetricTypeHistogram:
+		dps := m.Histogram().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			dp := dps.At(i)
+			c.distribution(name, dp, distribution{
+				count: dp.Count(), sum: dp.Sum(), hasSum: dp.HasSum(),
+				min: dp.Min(), hasMin: dp.HasMin(), max: dp.Max(), hasMax: dp.HasMax(),
+			})
+		}
+	case pmetric.MetricTypeExponentialHistogram:
+		dps := m.ExponentialHistogram().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			dp := dps.At(i)
+			c.distribution(name, dp, distribution{
+				count: dp.Count(), sum: dp.Sum(), hasSum: dp.HasSum(),
+				min: dp.Min(), hasMin: dp.HasMin(), max: dp.Max(), hasMax: dp.HasMax(),
+			})
+		}
+	case pmetric.MetricTypeSummary:
+		dps := m.Summary().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			c.summary(name, dps.At(i))
+		}
+	}
+}
+
+func (c *collector) number(name string, own bool, dp pmetric.NumberDataPoint) {
+	v, ok := numberValue(dp)
+	if !ok {
+		return
+	}
+	var step int64
+	var rej *Rejection
+	if own {
+		step, rej = c.steps.ownStep(name, v)
+	} else {
+		step, rej = c.steps.step(name, dp)
+	}
+	if rej != nil {
+		c.rejected = append(c.rejected, *rej)
+		return
+	}
+	f, _ := pvalue.Float(v)
+	c.add(step, FormatKey(name, dp.Attributes()), f)
+}
+
+// distribution is what histograms and exponential histograms share.
+type distribution struct {
+	count                  uint64
+	sum, min, max          float64
+	hasSum, hasMin, hasMax bool
+}
+
+func (c *collector) distribution(name string, dp point, d distribution) {
+	step, ok := c.recordedStep(name, dp)
+	if !ok {
+		return
+	}
+	key := FormatKey(name, dp.Attributes())
+	c.add(step, key+"/count", float64(d.count))
+	if d.hasSum {
+		c.add(step, key+"/sum", d.sum)
+		// The mean is what a training curve plots; a trainer on a metric SDK
+		// can only record a histogram, so it is derived here rather than
+		// asking for a second instrument.
+		if d.count > 0 {
+			c.add(step, key+"/mean", d.sum/float64(d.count))
+		}
+	}
+	if d.hasMin {
+		c.add(step, key+"/min", d.min)
+	}
+	if d.hasMax {
+		c.add(step, key+"/max", d.max)
+	}
+}
+
+func (c *collector) summary(name string, dp pmetric.SummaryDataPoint) {
+	step, ok := c.recordedStep(name, dp)
+	if !ok {
+		return
+	}
+	key := FormatKey(name, dp.Attributes())
+	c.add(step, key+"/count", float64(dp.Count()))
+	c.add(step, key+"/sum", dp.Sum())
+	qs := dp.QuantileValues()
+	for i := 0; i < qs.Len(); i++ {
+		c.add(step, key+"/q"+formatFloat(qs.At(i).Quantile()), qs.At(i).Value())
+	}
+}
+
+// recordedStep resolves a point's step, recording a rejection when it has
+// none; a point flagged with no recorded value is skipped silently.
+func (c *collector) recordedStep(name string, dp point) (int64, bool) {
+	if dp.Flags().NoRecordedValue() {
+		return 0, false
+	}
+	step, rej := c.steps.step(name, dp)
+	if rej != nil {
+		c.rejected = append(c.rejected, *rej)
+		return 0, false
+	}
+	return step, true
+}
+
+// add appends one entry, or a rejection when the value is NaN or ±Inf.
+func (c *collector) add(step int64, key string, v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		c.rejected = append(c.rejected, nonFinite(key, v))
+		return
+	}
+	c.entries = append(c.entries, Entry{Step: step, Key: key, Value: v})
+}
+
+func nonFinite(key string, v float64) Rejection {
+	return reject(ReasonNonFinite, key, "metric %q: value %s is not finite and is not sent", key, formatFloat(v))
+}
+
+// numberPoints are the points of a gauge or a sum.
+func numberPoints(m pmetric.Metric) pmetric.NumberDataPointSlice {
+	if m.Type() == pmetric.MetricTypeSum {
+		return m.Sum().DataPoints()
+	}
+	return m.Gauge().DataPoints()
+}
+
+// numberValue is a gauge or sum point's value; false when the point holds
+// none (empty, or flagged as having no recorded value).
+func numberValue(dp pmetric.NumberDataPoint) (pcommon.Value, bool) {
+	if dp.Flags().NoRecordedValue() {
+		return pcommon.Value{}, false
+	}
+	switch dp.ValueType() {
+	case pmetric.NumberDataPointValueTypeInt:
+		return pcommon.NewValueInt(dp.IntValue()), true
+	case pmetric.NumberDataPointValueTypeDouble:
+		return pcommon.NewValueDouble(dp.DoubleValue()), true
+	}
+	return pcommon.Value{}, false
+}

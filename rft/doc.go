@@ -1,0 +1,63 @@
+// Package rft is the client of the Prime Intellect platform's training-run
+// ("RFT") API: create a run, post step metrics, upload sample tables
+// (presign → PUT → confirm) and close the run out. It speaks exactly the wire
+// contract of the platform's Python SDK (prime_runs) and has no collector
+// imports, so the exporter's lifecycle logic stays apart from the wire.
+//
+// # One wire struct per body
+//
+// Every request and response body has exactly one Go struct (wire.go), with
+// the platform's JSON spelling in its tags. Required keys are always sent
+// (team_id, max_steps even when 0, environments as [] never null); optional
+// keys are left out when unknown, never sent as null. The one response that
+// comes in two spellings (presign: presignedUrl/s3Key or presigned_url/s3_key,
+// with or without a "data" envelope) is still read by one struct.
+//
+// # Replay policy per route
+//
+// Whether a call may be sent again after a failure depends on what the
+// platform does with a duplicate, so each route declares it where it is
+// called:
+//
+//   - create run is NOT replayable: the platform registers a run per request,
+//     so a retry after a lost response (502, 503, 504, read timeout, reset)
+//     registers a second run and only the second would be tracked. It is
+//     retried in place only when the failure proves the request was never
+//     processed: the connection was never made (refused, DNS, connect
+//     timeout), or the platform answered 429.
+//   - metrics, presign, confirm, finalize and status are replayable: the
+//     platform merges metric posts of one step, a presign only mints a URL,
+//     a second confirm of a key changes nothing, and finalize/status are
+//     compare-and-set (a 409 "already closed" is a success). They are retried
+//     in place on every retryable class.
+//   - 400, 401, 403 and 404 are never retried: sending the same request again
+//     gets the same answer.
+//
+// Telling "never sent" from "maybe processed" uses net/http/httptrace: once
+// the request has been written, any failure is ambiguous; before that (no
+// connection, or a failed dial) it is not. A transport that reports no trace
+// events is treated as ambiguous unless its error is a dial error, because
+// guessing "unsent" wrongly would duplicate a run.
+//
+// # Retry briefly, in place; outages are the caller's
+//
+// The client retries in place only briefly: up to 5 attempts per platform
+// call (the SDK's figure) and 3 per object PUT, with exponential backoff
+// from 1 s capped at 30 s and jittered ×0.5–1.5, or the server's Retry-After
+// (capped at 60 s). Longer outages are the caller's job: the collector's
+// queue and retry replay the whole push later. So every error is typed
+// (*Error) with a Class, and says whether trying the operation again later
+// may succeed (Retryable) and whether the platform may already have
+// processed it (Ambiguous), which is what the caller needs to decide between
+// a retry, a permanent drop, and a warning about a possible duplicate run.
+//
+// # Secrets
+//
+// The API key goes out in both Authorization: Bearer and x-api-key (the
+// internal router reads one, the public router the other) and nowhere else:
+// no error string, no String() output, no redirect. Platform calls and object
+// PUTs follow no redirects, because net/http would forward x-api-key to
+// another host. Object PUTs go through a bare client without platform
+// headers, since a presigned URL carries its own credentials; its query
+// string (the signature) never appears in an error either.
+package rft

@@ -1,0 +1,42 @@
+package rft
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// PostMetrics posts one step's scalar metrics (POST /rft/metrics); the step
+// travels inside metrics as "step".
+//
+// Non-finite values are refused, naming their keys, and nothing is sent:
+// NaN and Infinity are not JSON, and a strict server answers an opaque 400
+// for the whole post. Dropping them is the caller's choice to make and log.
+//
+// Replayable: the platform keeps one row per step and merges posts for the
+// same step, so a duplicate is harmless while a lost post is a hole in the
+// curves for good.
+func (c *Client) PostMetrics(ctx context.Context, runID string, metrics map[string]float64) error {
+	if runID == "" {
+		return c.refuse(opPostMetrics, "the run id is empty")
+	}
+	var bad []string
+	for k, v := range metrics {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return c.refuse(opPostMetrics, clip("non-finite values (NaN or ±Inf) for "+strings.Join(bad, ", ")))
+	}
+	if metrics == nil {
+		metrics = map[string]float64{} // {} rather than null
+	}
+	_, err := c.call(ctx, route{
+		op: opPostMetrics, method: http.MethodPost, path: "/rft/metrics", replayable: true,
+	}, metricsRequest{RunID: runID, Metrics: metrics})
+	return err
+}

@@ -1,0 +1,34 @@
+package rfttest
+
+import (
+	"io"
+	"net/http"
+)
+
+// maxBody caps what the fake reads of one request.
+const maxBody = 64 << 20
+
+// serveHTTP records the request, matches its route and serves it, through
+// the route's next scripted fault if one is queued.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	s.record(r, body)
+	if err != nil {
+		writeError(w, refuse(http.StatusBadRequest, "could not read the body: %v", err))
+		return
+	}
+	if len(body) > maxBody {
+		writeError(w, refuse(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody))
+		return
+	}
+	ep, ok := s.match(r)
+	if !ok {
+		writeError(w, refuse(http.StatusNotFound, "Not Found"))
+		return
+	}
+	if f, ok := s.takeFault(ep.route); ok {
+		s.serveFault(w, r, ep, body, f)
+		return
+	}
+	ep.serve(w, r, body)
+}

@@ -1,0 +1,52 @@
+// Package rfttest is an in-process fake of the Prime Intellect platform's
+// training-run ("RFT") API, in the spirit of net/http/httptest: NewServer
+// starts a loopback HTTP server that speaks the routes and enforces the rules
+// of the platform contract (rft-api.md in the project's shared spec), records
+// every request, and lets a test inspect the resulting runs and script faults.
+//
+// # An independent oracle
+//
+// The fake is written from the spec alone. It decodes request bodies as
+// generic JSON (json.Decoder with UseNumber) and does not import the
+// project's rft client package, on purpose: a fake that shared the client's
+// wire structs would agree with any mistake in them. Here a misspelt key, a
+// null optional, a float where an int belongs or a missing auth header is a
+// 4xx, exactly where a strict platform would refuse it.
+//
+// It is stricter than the real platform is known to be in a few places, so
+// that client mistakes surface in tests rather than in production:
+//   - unknown keys in any body are a 400 (FastAPI would ignore them);
+//   - integers must be integer literals ("10", not "10.0" or "1e1");
+//   - metric values must be JSON numbers;
+//   - a body must be valid UTF-8 and exactly one JSON object;
+//   - a wrong Content-Type on a platform route is a 415.
+//
+// Writes to a run that is already closed (metrics, presign, confirm) are
+// refused with 409 {"detail":"Cannot … run in '<STATUS>' state."}, the way
+// the status route refuses a second close: the spec has the client drain
+// before it closes out and send nothing afterwards, so any such write is a
+// client bug a test should see.
+//
+// # Faults
+//
+// Inject queues scripted faults per route; each matching request consumes
+// the next one, whether or not it would have been authenticated (a fault
+// models the network or a gateway in front of the platform). A fault can
+// answer a status without processing (the request provably never reached the
+// platform: 429, connection refused), or process first and then answer or
+// drop the connection (a lost response: 502/504, read timeout), which is the
+// case the spec's non-replayable create must survive. A Delay is bounded:
+// it ends early when the client gives up or the server closes, and a request
+// whose delay ended early is not processed (unless it already was).
+//
+// # What it does not model
+//
+//   - Presigned-URL expiry (expiresIn is reported, never enforced), object
+//     storage reads, listings, multipart uploads and redirects.
+//   - The dashboard, run listing/reading routes, teams, scopes other than the
+//     team allow-list, and per-run tokens: one API key opens everything.
+//   - Rate limits and server-side retries: 429/5xx only come from Inject.
+//   - The Parquet content: uploaded bytes are stored as they are; decoding
+//     and checking the table is the tests' business.
+//   - HTTP/2 and TLS: the server speaks plain HTTP/1.1 on 127.0.0.1.
+package rfttest

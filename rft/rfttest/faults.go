@@ -1,0 +1,149 @@
+package rfttest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+)
+
+// Fault scripts how the server answers one request of a route.
+type Fault struct {
+	// Status answers with this status code; 0 means no status fault.
+	Status int
+	// RetryAfter is sent as the Retry-After header, if not empty.
+	RetryAfter string
+	// Body is the answer's body; "" means {"detail": "injected fault: …"}.
+	Body string
+	// AfterProcessing processes the request normally first (state changes
+	// happen), then gives the fault's answer: a lost response, such as a
+	// gateway timeout after the platform did the work.
+	AfterProcessing bool
+	// Delay waits this long before answering (after processing, with
+	// AfterProcessing). It ends early when the client goes away or the
+	// server closes; then the connection is dropped, and a request not yet
+	// processed is not processed at all.
+	Delay time.Duration
+	// DropConnection closes the connection without an answer (after
+	// processing, with AfterProcessing). It wins over Status.
+	DropConnection bool
+}
+
+// Inject queues faults for a route; each later request matching the route
+// consumes the next one, in order. It panics on an unknown route, since a
+// fault that can never fire would let a test pass for the wrong reason.
+func (s *Server) Inject(route Route, faults ...Fault) {
+	if !route.known() {
+		panic(fmt.Sprintf("rfttest: Inject on unknown route %q", route))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[route] = append(s.faults[route], faults...)
+}
+
+// PendingFaults is how many injected faults of a route are not yet consumed.
+func (s *Server) PendingFaults(route Route) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.faults[route])
+}
+
+func (s *Server) takeFault(route Route) (Fault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.faults[route]
+	if len(q) == 0 {
+		return Fault{}, false
+	}
+	s.faults[route] = q[1:]
+	return q[0], true
+}
+
+// serveFault serves a request through its fault.
+func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, ep endpoint, body []byte, f Fault) {
+	var processed *httptest.ResponseRecorder
+	if f.AfterProcessing {
+		processed = httptest.NewRecorder()
+		ep.serve(processed, r, body)
+	}
+	if f.Delay > 0 {
+		if s.hooks.delayStarted != nil {
+			s.hooks.delayStarted(ep.route)
+		}
+		completed := s.sleep(r.Context(), f.Delay)
+		if s.hooks.delayEnded != nil {
+			s.hooks.delayEnded(ep.route, completed)
+		}
+		if !completed {
+			dropConnection(w)
+			return
+		}
+	}
+	switch {
+	case f.DropConnection:
+		dropConnection(w)
+	case f.Status != 0:
+		writeFault(w, f)
+	case processed != nil:
+		replay(w, processed)
+	default:
+		ep.serve(w, r, body)
+	}
+}
+
+// sleep waits for d; false when the client went away or the server is
+// closing first, so that Close never waits on a scripted delay.
+func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.closing:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func writeFault(w http.ResponseWriter, f Fault) {
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	body := f.Body
+	if body == "" {
+		writeJSON(w, f.Status, detailBody{Detail: fmt.Sprintf("injected fault: %d %s", f.Status, http.StatusText(f.Status))})
+		return
+	}
+	ct := "text/plain; charset=utf-8"
+	if strings.HasPrefix(strings.TrimSpace(body), "{") {
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(f.Status)
+	_, _ = w.Write([]byte(body))
+}
+
+// replay sends a recorded answer.
+func replay(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// dropConnection closes the connection without an answer. Where the writer
+// cannot be hijacked (HTTP/2, a recorder), aborting the handler has the same
+// effect on the wire.
+func dropConnection(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}

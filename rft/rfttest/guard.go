@@ -1,0 +1,54 @@
+package rfttest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// authenticate demands the key in both headers: the public router checks
+// the Bearer token, the internal one x-api-key, and the client cannot know
+// which one it talks to. The detail never echoes what was sent.
+func (s *Server) authenticate(h http.Header) error {
+	scheme, token, ok := strings.Cut(h.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token != s.apiKey {
+		return refuse(http.StatusUnauthorized, "Invalid or missing API key in the Authorization header (want: Bearer <key>)")
+	}
+	if h.Get("X-Api-Key") != s.apiKey {
+		return refuse(http.StatusUnauthorized, "Invalid or missing API key in the x-api-key header")
+	}
+	return nil
+}
+
+// decodeBody reads a platform request body: Content-Type application/json,
+// valid UTF-8, exactly one strict JSON object, numbers kept as json.Number.
+// Bare NaN or Infinity are not JSON and fail here with an opaque 400, as a
+// strict server's parser would.
+func decodeBody(h http.Header, body []byte) (map[string]any, error) {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, refuse(http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	if !utf8.Valid(body) {
+		return nil, refuse(http.StatusBadRequest, "There was an error parsing the body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, refuse(http.StatusBadRequest, "There was an error parsing the body")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, refuse(http.StatusBadRequest, "There was an error parsing the body")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, refuse(http.StatusBadRequest, "the body must be a JSON object")
+	}
+	return obj, nil
+}

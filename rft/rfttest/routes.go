@@ -1,0 +1,114 @@
+package rfttest
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Route names one of the platform's operations, for Inject.
+type Route string
+
+// The routes of rft-api.md.
+const (
+	RouteCreate   Route = "create"   // POST <prefix>/rft/external-runs
+	RouteMetrics  Route = "metrics"  // POST <prefix>/rft/metrics
+	RoutePresign  Route = "presign"  // POST <prefix>/rft/samples/presign
+	RoutePut      Route = "put"      // PUT /storage/<key>?X-Sig=…
+	RouteConfirm  Route = "confirm"  // POST <prefix>/rft/samples/confirm
+	RouteFinalize Route = "finalize" // POST <prefix>/rft/finalize
+	RouteStatus   Route = "status"   // PUT <prefix>/rft/external-runs/{run_id}/status
+)
+
+func (r Route) known() bool {
+	switch r {
+	case RouteCreate, RouteMetrics, RoutePresign, RoutePut, RouteConfirm, RouteFinalize, RouteStatus:
+		return true
+	}
+	return false
+}
+
+// storagePath is where the fake's object storage lives: outside the API
+// prefix, as a bucket is outside the API.
+const storagePath = "/storage/"
+
+// endpoint is a matched request: its route and how to serve it.
+type endpoint struct {
+	route Route
+	serve func(w http.ResponseWriter, r *http.Request, body []byte)
+}
+
+// platformFunc handles a decoded, authenticated platform call. pathRunID is
+// the run id from the path, for the status route.
+type platformFunc func(body map[string]any, pathRunID string) (reply, error)
+
+// reply is a successful platform answer.
+type reply struct {
+	status int
+	body   any
+}
+
+// match finds the endpoint for a request; ok=false is an unknown route.
+func (s *Server) match(r *http.Request) (endpoint, bool) {
+	if key, ok := strings.CutPrefix(r.URL.Path, storagePath); ok {
+		if r.Method != http.MethodPut || key == "" {
+			return endpoint{}, false
+		}
+		return endpoint{RoutePut, func(w http.ResponseWriter, r *http.Request, body []byte) {
+			s.servePut(w, r, key, body)
+		}}, true
+	}
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), s.prefix+"/rft/")
+	if !ok {
+		return endpoint{}, false
+	}
+	switch {
+	case r.Method == http.MethodPost && rest == "external-runs":
+		return s.platform(RouteCreate, s.create, ""), true
+	case r.Method == http.MethodPost && rest == "metrics":
+		return s.platform(RouteMetrics, s.postMetrics, ""), true
+	case r.Method == http.MethodPost && rest == "samples/presign":
+		return s.platform(RoutePresign, s.presign, ""), true
+	case r.Method == http.MethodPost && rest == "samples/confirm":
+		return s.platform(RouteConfirm, s.confirm, ""), true
+	case r.Method == http.MethodPost && rest == "finalize":
+		return s.platform(RouteFinalize, s.finalize, ""), true
+	case r.Method == http.MethodPut:
+		escaped, ok := strings.CutPrefix(rest, "external-runs/")
+		if !ok {
+			return endpoint{}, false
+		}
+		escaped, ok = strings.CutSuffix(escaped, "/status")
+		if !ok || escaped == "" || strings.Contains(escaped, "/") {
+			return endpoint{}, false
+		}
+		id, err := url.PathUnescape(escaped)
+		if err != nil {
+			return endpoint{}, false
+		}
+		return s.platform(RouteStatus, s.setStatus, id), true
+	}
+	return endpoint{}, false
+}
+
+// platform wraps a platform route: authentication, then the body, then the
+// route's own rules.
+func (s *Server) platform(route Route, fn platformFunc, pathRunID string) endpoint {
+	return endpoint{route, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if err := s.authenticate(r.Header); err != nil {
+			writeError(w, err)
+			return
+		}
+		obj, err := decodeBody(r.Header, body)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		rep, err := fn(obj, pathRunID)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, rep.status, rep.body)
+	}}
+}

@@ -1,0 +1,126 @@
+package rfttest
+
+import (
+	"crypto/rand"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+)
+
+const (
+	defaultAPIKey = "test-key"
+	defaultPrefix = "/api/v1"
+)
+
+// Options configures a fake platform.
+type Options struct {
+	// APIKey is the key every platform call must carry; "" means "test-key".
+	APIKey string
+	// AllowedTeams lists the teams that may create runs. nil allows every
+	// team; a non-nil list (even an empty one) allows only its members, and
+	// a create for any other team is a 403.
+	AllowedTeams []string
+	// Prefix is the API prefix the platform routes hang off: "/api/v1"
+	// (the default) or "/api/internal".
+	Prefix string
+}
+
+// Server is a running fake platform. All methods are safe for concurrent
+// use; the inspection methods return deep copies.
+type Server struct {
+	apiKey       string
+	prefix       string
+	allowedTeams map[string]bool // nil: every team
+	secret       []byte          // signs presigned storage URLs
+
+	ts        *httptest.Server
+	closing   chan struct{} // closed by Close: ends every pending Delay
+	closeOnce sync.Once
+
+	// hooks lets this package's tests observe handler progress; fixed at
+	// construction.
+	hooks hooks
+
+	mu       sync.Mutex // guards everything below
+	runs     map[string]*runState
+	runOrder []string
+	runSeq   int
+	keySeq   int
+	objects  map[string]*objectState // every presigned key, by key
+	requests []Request
+	faults   map[Route][]Fault
+}
+
+// hooks are test-only observation points.
+type hooks struct {
+	delayStarted func(Route)
+	delayEnded   func(r Route, completed bool)
+}
+
+// NewServer starts a fake platform listening on 127.0.0.1 on a free port.
+// Call Close when done.
+func NewServer(opts Options) *Server {
+	return newServer(opts, hooks{})
+}
+
+func newServer(opts Options, h hooks) *Server {
+	s := &Server{
+		hooks:   h,
+		apiKey:  opts.APIKey,
+		prefix:  normalizePrefix(opts.Prefix),
+		secret:  make([]byte, 32),
+		closing: make(chan struct{}),
+		runs:    make(map[string]*runState),
+		objects: make(map[string]*objectState),
+		faults:  make(map[Route][]Fault),
+	}
+	if s.apiKey == "" {
+		s.apiKey = defaultAPIKey
+	}
+	if opts.AllowedTeams != nil {
+		s.allowedTeams = make(map[string]bool, len(opts.AllowedTeams))
+		for _, team := range opts.AllowedTeams {
+			s.allowedTeams[team] = true
+		}
+	}
+	// crypto/rand.Read never fails (it crashes the program instead).
+	_, _ = rand.Read(s.secret)
+	s.ts = httptest.NewServer(s.Handler())
+	return s
+}
+
+// normalizePrefix gives the prefix a leading slash and no trailing one.
+func normalizePrefix(p string) string {
+	p = strings.TrimRight(p, "/")
+	if p == "" {
+		return defaultPrefix
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return p
+}
+
+// URL is the server's root, scheme://host:port, without the API prefix.
+// Presigned storage URLs hang off it.
+func (s *Server) URL() string { return s.ts.URL }
+
+// BaseURL is URL() followed by the API prefix, e.g. http://127.0.0.1:1234/api/v1.
+func (s *Server) BaseURL() string { return s.ts.URL + s.prefix }
+
+// APIKey is the key the server accepts.
+func (s *Server) APIKey() string { return s.apiKey }
+
+// Handler serves the fake platform. NewServer already serves it; use it to
+// mount the fake elsewhere. Presigned URLs always name URL().
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+// Close ends every pending Delay, shuts the listener and waits for every
+// in-flight request to finish. The recorded state stays readable.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.ts.Close()
+	})
+}
