@@ -134,8 +134,9 @@ func (g *registry) closeOut(r *run) {
 		return
 	}
 	g.tel.runEvent("closed")
-	g.logger.Info("Closed out run", zap.Stringer("run", r.ident), zap.String("run_id", id), zap.String("status", end.status),
-		zap.String("reason", end.reason), zap.Int("metric_values_sent", r.sent.total()))
+	fields := append([]zap.Field{zap.Stringer("run", r.ident), zap.String("run_id", id), zap.String("status", end.status),
+		zap.String("reason", end.reason), zap.Int("metric_values_sent", r.sent.total())}, r.stats.fields()...)
+	g.logger.Info("Closed out run", fields...)
 }
 
 // sendEnd maps a status to the platform: completed → finalize (falling back

@@ -105,6 +105,11 @@ type WandbConfig struct {
 type SamplesConfig struct {
 	// StepInterval uploads only steps with step % StepInterval == 0.
 	StepInterval int64 `mapstructure:"step_interval"`
+	// MaxEpisodeBytes rejects one episode whose encoded text is larger.
+	MaxEpisodeBytes int64 `mapstructure:"max_episode_bytes"`
+	// MaxObjectBytes splits a step's object when its episodes' text would
+	// exceed it; every part is one more object with its own range.
+	MaxObjectBytes int64 `mapstructure:"max_object_bytes"`
 }
 
 // MetricsConfig shapes the step metrics.
@@ -187,10 +192,17 @@ func (rc *RunConfig) Validate() error {
 
 // Validate checks the sample table settings.
 func (sc *SamplesConfig) Validate() error {
+	var errs []error
 	if sc.StepInterval < 1 {
-		return fmt.Errorf("step_interval must be at least 1, got %d", sc.StepInterval)
+		errs = append(errs, fmt.Errorf("step_interval must be at least 1, got %d", sc.StepInterval))
 	}
-	return nil
+	if sc.MaxEpisodeBytes < 1 {
+		errs = append(errs, fmt.Errorf("max_episode_bytes must be positive, got %d", sc.MaxEpisodeBytes))
+	}
+	if sc.MaxObjectBytes < sc.MaxEpisodeBytes {
+		errs = append(errs, fmt.Errorf("max_object_bytes (%d) must be at least max_episode_bytes (%d): an object holds at least one episode", sc.MaxObjectBytes, sc.MaxEpisodeBytes))
+	}
+	return errors.Join(errs...)
 }
 
 // Validate checks the step metric settings.

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 )
 
 func loadConfig(t *testing.T, id string) (*Config, error) {
@@ -42,7 +41,12 @@ func TestAnEmptyConfigGivesExactlyTheDefaults(t *testing.T) {
 	assert.Equal(t, ModeOnline, cfg.Mode)
 	assert.Equal(t, int64(10), cfg.Samples.StepInterval)
 	assert.Equal(t, "step", cfg.Metrics.StepMetric)
-	assert.Equal(t, 5*time.Second, cfg.FinalizeGrace)
+	assert.Equal(t, 10*time.Second, cfg.FinalizeGrace)
+	assert.Equal(t, int64(64<<20), cfg.Samples.MaxEpisodeBytes)
+	assert.Equal(t, int64(128<<20), cfg.Samples.MaxObjectBytes)
+	batch := cfg.QueueConfig.Get().Batch
+	assert.True(t, batch.HasValue(), "the queue batches by default")
+	assert.Less(t, batch.Get().FlushTimeout, cfg.FinalizeGrace, "data batched when a run ends is still accepted")
 	assert.Equal(t, time.Duration(0), cfg.IdleTimeout)
 	assert.Nil(t, cfg.Storage)
 	assert.True(t, cfg.QueueConfig.HasValue(), "the sending queue is on by default")
@@ -71,6 +75,8 @@ func TestEveryKeyOfTheFullConfigIsRead(t *testing.T) {
 		Wandb:  WandbConfig{Project: "p", Entity: "e", RunName: "r"},
 	}
 	want.Samples.StepInterval = 5
+	want.Samples.MaxEpisodeBytes = 1 << 20
+	want.Samples.MaxObjectBytes = 8 << 20
 	want.Metrics.StepMetric = "train/step"
 	want.FinalizeGrace = 2 * time.Second
 	want.FinalizeTimeout = time.Minute
@@ -82,7 +88,7 @@ func TestEveryKeyOfTheFullConfigIsRead(t *testing.T) {
 		MaxElapsedTime: 10 * time.Minute, RandomizationFactor: want.RetryConfig.RandomizationFactor,
 		Multiplier: want.RetryConfig.Multiplier,
 	}
-	queue := exporterhelper.NewDefaultQueueConfig()
+	queue := defaultQueueConfig()
 	queue.NumConsumers = 4
 	queue.QueueSize = 500
 	want.QueueConfig = configoptional.Some(queue)
@@ -109,6 +115,7 @@ func TestBadConfigIsRejectedWithAMessageThatNamesTheKeyAndTheFix(t *testing.T) {
 		{"prime/offline_no_directory", []string{"directory is required in offline mode"}},
 		{"prime/bad_endpoint", []string{"endpoint:"}},
 		{"prime/bad_interval", []string{"samples: step_interval must be at least 1, got 0"}},
+		{"prime/object_smaller_than_episode", []string{"samples: max_object_bytes (10) must be at least max_episode_bytes (100)"}},
 		{"prime/empty_step_metric", []string{"metrics: step_metric must name"}},
 		{"prime/id_and_key", []string{"run: id and key are mutually exclusive"}},
 		{"prime/negative_durations", []string{"finalize_grace must not be negative", "finalize_timeout must be positive", "idle_timeout must not be negative"}},

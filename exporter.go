@@ -37,7 +37,7 @@ type primeExporter struct {
 }
 
 func newPrimeExporter(cfg *Config, set exporter.Settings) (*primeExporter, error) {
-	tel, err := newTelemetry(set.MeterProvider)
+	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		p = client
 	}
 	e.reg = newRegistry(e.cfg, p, e.logger, e.tel)
-	e.samples = &samplesSink{g: e.reg}
+	e.samples = newSamplesSink(e.reg, e.cfg.Samples)
 	e.reg.startJanitor()
 	return nil
 }

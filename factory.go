@@ -12,12 +12,11 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/primeintellect/primeexporter/internal/metadata"
 )
 
 const (
-	typeStr   = "prime"
-	stability = component.StabilityLevelAlpha
-
 	defaultEndpoint    = "https://api.primeintellect.ai"
 	defaultFrontendURL = "https://app.primeintellect.ai"
 )
@@ -28,10 +27,10 @@ const (
 func NewFactory() exporter.Factory {
 	s := &share{exporters: map[component.ID]*primeExporter{}}
 	return exporter.NewFactory(
-		component.MustNewType(typeStr),
+		metadata.Type,
 		createDefaultConfig,
-		exporter.WithMetrics(s.createMetrics, stability),
-		exporter.WithLogs(s.createLogs, stability),
+		exporter.WithMetrics(s.createMetrics, metadata.MetricsStability),
+		exporter.WithLogs(s.createLogs, metadata.LogsStability),
 	)
 }
 
@@ -43,18 +42,40 @@ func createDefaultConfig() component.Config {
 	client.Timeout = 30 * time.Second
 	return &Config{
 		ClientConfig: client,
-		QueueConfig:  configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		QueueConfig:  configoptional.Some(defaultQueueConfig()),
 		RetryConfig:  configretry.NewDefaultBackOffConfig(),
 		FrontendURL:  defaultFrontendURL,
 		Mode:         ModeOnline,
 		Directory:    "prime-runs",
-		Samples:      SamplesConfig{StepInterval: 10},
-		Metrics:      MetricsConfig{StepMetric: "step"},
+		Samples: SamplesConfig{
+			StepInterval:    10,
+			MaxEpisodeBytes: 64 << 20,
+			MaxObjectBytes:  128 << 20,
+		},
+		Metrics: MetricsConfig{StepMetric: "step"},
 		// Metrics and logs travel in separate pipelines: give the other
 		// signal time to deliver what was sent just before the end.
-		FinalizeGrace:   5 * time.Second,
+		FinalizeGrace:   10 * time.Second,
 		FinalizeTimeout: 2 * time.Minute,
 	}
+}
+
+// defaultQueueConfig batches inside the collector's queue: a step's episodes
+// arrive spread over many small OTLP requests, and one object per request
+// would litter the step with tiny objects. A batch closes at 16 MiB or after
+// 5 s, whichever comes first, so a step's episodes make a few objects and
+// reach the viewer within seconds; nothing is acknowledged to the queue
+// before it is uploaded. The flush timeout stays below finalize_grace so
+// that data batched when a run ends is still accepted.
+func defaultQueueConfig() exporterhelper.QueueBatchConfig {
+	q := exporterhelper.NewDefaultQueueConfig()
+	batch := exporterhelper.NewDefaultBatchConfig()
+	batch.FlushTimeout = 5 * time.Second
+	batch.Sizer = exporterhelper.RequestSizerTypeBytes
+	batch.MinSize = 16 << 20
+	batch.MaxSize = 64 << 20
+	q.Batch = configoptional.Some(batch)
+	return q
 }
 
 // share hands out one primeExporter per component ID, the pattern the

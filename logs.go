@@ -69,24 +69,31 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, g *registry, rl pl
 	}
 	defer l.release()
 
-	b := stepBatch{}
+	steps := stepBatch{}
+	metricRecords := map[int64][]recordLoc{}
+	episodes := episodeBatch{}
 	var end *endRequest
-	for _, sl := range rl.ScopeLogs().All() {
-		for _, lr := range sl.LogRecords().All() {
+	var endLoc recordLoc
+	for si, sl := range rl.ScopeLogs().All() {
+		for ri, lr := range sl.LogRecords().All() {
+			loc := recordLoc{si, ri}
 			switch name := eventName(lr); name {
 			case eventMetrics:
 				entries, rejected := stepmetrics.FromEvent(lr.Attributes(), lr.Body())
 				g.rejectPoints(l, signalLogs, rejected)
-				b.add(entries)
+				steps.add(entries)
+				if len(entries) > 0 {
+					metricRecords[entries[0].Step] = append(metricRecords[entries[0].Step], loc)
+				}
 			case eventEpisode:
-				e.samples.accept(l, lr)
+				e.samples.accept(l, episodes, lr, loc)
 			case eventRunEnd:
 				req, err := parseEnd(lr.Attributes())
 				if err != nil {
 					g.warn.Warn("end\x00"+l.id, "prime.run.end has a bad status; the run is closed out as failed", zap.String("run_id", l.id), zap.Error(err))
 				}
 				if end == nil {
-					end = &req
+					end, endLoc = &req, loc
 				}
 			default:
 				g.tel.skip(signalLogs, "not_an_event", 1)
@@ -97,39 +104,64 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, g *registry, rl pl
 		}
 	}
 
-	failed, err := g.sendSteps(ctx, l, signalLogs, b)
+	var errs []error
+	failedSteps, err := g.sendSteps(ctx, l, signalLogs, steps)
 	if err != nil {
-		copyFailedMetricEvents(retry, rl, failed)
+		errs = append(errs, err)
+	}
+	failedEpisodes, err := e.samples.upload(ctx, l, episodes)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		keep := failedEpisodes
+		if keep == nil {
+			keep = map[recordLoc]bool{}
+		}
+		for step := range failedSteps {
+			for _, loc := range metricRecords[step] {
+				keep[loc] = true
+			}
+		}
+		// The end goes back with the data that failed, so the run is not
+		// closed out before that data is delivered.
+		if end != nil {
+			keep[endLoc] = true
+			end = nil
+		}
+		copyRecords(retry, rl, keep)
 	}
 	if end != nil {
 		g.requestEnd(l.r, *end)
 	}
-	return err
+	if len(errs) == 0 {
+		return nil
+	}
+	return firstRetryError(errs)
 }
 
-// copyFailedMetricEvents hands back to the collector only the prime.metrics
-// events of the steps whose post failed.
-func copyFailedMetricEvents(dst plog.Logs, rl plog.ResourceLogs, failed map[int64]bool) {
+// copyRecords hands back to the collector only the records that failed.
+func copyRecords(dst plog.Logs, rl plog.ResourceLogs, keep map[recordLoc]bool) {
 	var out plog.ResourceLogs
-	for _, sl := range rl.ScopeLogs().All() {
+	started := false
+	for si, sl := range rl.ScopeLogs().All() {
 		var outScope plog.ScopeLogs
-		for _, lr := range sl.LogRecords().All() {
-			if eventName(lr) != eventMetrics {
+		scopeStarted := false
+		for ri, lr := range sl.LogRecords().All() {
+			if !keep[recordLoc{si, ri}] {
 				continue
 			}
-			entries, _ := stepmetrics.FromEvent(lr.Attributes(), lr.Body())
-			if len(entries) == 0 || !failed[entries[0].Step] {
-				continue
-			}
-			if out == (plog.ResourceLogs{}) {
+			if !started {
 				out = dst.ResourceLogs().AppendEmpty()
 				rl.Resource().CopyTo(out.Resource())
 				out.SetSchemaUrl(rl.SchemaUrl())
+				started = true
 			}
-			if outScope == (plog.ScopeLogs{}) {
+			if !scopeStarted {
 				outScope = out.ScopeLogs().AppendEmpty()
 				sl.Scope().CopyTo(outScope.Scope())
 				outScope.SetSchemaUrl(sl.SchemaUrl())
+				scopeStarted = true
 			}
 			lr.CopyTo(outScope.LogRecords().AppendEmpty())
 		}

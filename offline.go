@@ -182,17 +182,51 @@ func (s *offlineStore) writeRunLocked(r *offlineRun) error {
 	if err := enc.Encode(r); err != nil {
 		return err
 	}
-	dir := filepath.Join(s.dir, r.ID)
-	tmp, err := os.CreateTemp(dir, ".run.json.*")
+	return writeFileAtomic(filepath.Join(s.dir, r.ID), offlineRunFile, buf.Bytes())
+}
+
+// Presign, Put and Confirm are never called in offline mode: WriteObject
+// stores the object under its step and range instead.
+func (s *offlineStore) Presign(context.Context, string, int64) (rft.Presigned, error) {
+	return rft.Presigned{}, errOfflineUpload
+}
+
+func (s *offlineStore) Put(context.Context, string, []byte) error { return errOfflineUpload }
+
+func (s *offlineStore) Confirm(context.Context, string, int64, string) error { return errOfflineUpload }
+
+var errOfflineUpload = errors.New("offline mode writes sample objects directly")
+
+// WriteObject writes the exact bytes an online upload would PUT to
+// <run>/samples/step_<step>_<range>.parquet, atomically.
+func (s *offlineStore) WriteObject(_ context.Context, runID string, step, rangeIdx int64, body []byte) error {
+	s.mu.Lock()
+	_, err := s.runLocked(runID)
+	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	_, werr := tmp.Write(buf.Bytes())
+	dir := filepath.Join(s.dir, runID, "samples")
+	if err := os.MkdirAll(dir, offlineDirMode); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("step_%d_%d.parquet", step, rangeIdx)
+	return writeFileAtomic(dir, name, body)
+}
+
+// writeFileAtomic replaces dir/name through a temporary file, so a reader
+// never sees half a file; the file is owner-only.
+func writeFileAtomic(dir, name string, body []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(body)
 	if err := errors.Join(werr, tmp.Chmod(offlineFileMode), tmp.Close()); err != nil {
 		_ = os.Remove(tmp.Name())
 		return err
 	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, offlineRunFile))
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
 }
 
 // safePathSegment refuses run ids that would escape the offline directory.

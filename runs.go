@@ -51,7 +51,10 @@ type run struct {
 	drained   chan struct{} // closed when inflight reaches 0 while closing
 	lastSeen  time.Time
 
-	sent *sentValues
+	sent    *sentValues
+	ranges  *sampleRanges
+	pending pendingObjects
+	stats   runStats
 }
 
 // registry maps resources to runs. One registry serves the metrics and logs
@@ -133,7 +136,9 @@ func (g *registry) lookup(ident identity) *run {
 	key := ident.registryKey()
 	r, ok := g.runs[key]
 	if !ok {
-		r = &run{ident: ident, sent: newSentValues(maxSentValuesPerRun)}
+		// Only the process that creates a run can count its sample ranges
+		// from 0; an attached run may have had another writer.
+		r = &run{ident: ident, sent: newSentValues(maxSentValuesPerRun), ranges: newSampleRanges(!ident.attach)}
 		g.runs[key] = r
 	}
 	return r

@@ -4,20 +4,25 @@ import (
 	"context"
 	"sync"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/metadata"
 )
 
-const scopeName = "github.com/primeintellect/primeexporter"
-
-// Self-telemetry names: the collector's own metrics show what the exporter
-// dropped and why, next to exporterhelper's sent/failed counts.
+// The counters' exported names. metadata.yaml declares them and mdatagen
+// builds the instruments; these copies are what tests read the counters by,
+// and the README's table lists them.
 const (
-	metricRejected = "otelcol_exporter_prime_records_rejected"
-	metricSkipped  = "otelcol_exporter_prime_records_skipped"
-	metricPosts    = "otelcol_exporter_prime_metric_posts"
-	metricRuns     = "otelcol_exporter_prime_runs"
+	metricRejected      = "otelcol_exporter_prime_records_rejected"
+	metricSkipped       = "otelcol_exporter_prime_records_skipped"
+	metricPosts         = "otelcol_exporter_prime_metric_posts"
+	metricRuns          = "otelcol_exporter_prime_runs"
+	metricSampleRows    = "otelcol_exporter_prime_sample_rows_uploaded"
+	metricSampleObjects = "otelcol_exporter_prime_sample_objects_uploaded"
+	metricSampleBytes   = "otelcol_exporter_prime_sample_bytes_uploaded"
 )
 
 // Signals, as the counters' "signal" attribute.
@@ -28,57 +33,58 @@ const (
 
 // telemetry counts loss (rejected) apart from non-loss (skipped), as the SDK
 // did, so that a dashboard can alert on the first without noise from the
-// second.
+// second. Its methods set the attributes, which mdatagen's telemetry section
+// documents but cannot bind to the generated instruments.
 type telemetry struct {
-	rejected metric.Int64Counter
-	skipped  metric.Int64Counter
-	posts    metric.Int64Counter
-	runs     metric.Int64Counter
+	b *metadata.TelemetryBuilder
 }
 
-func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
-	m := mp.Meter(scopeName)
-	var t telemetry
-	var err error
-	if t.rejected, err = m.Int64Counter(metricRejected, metric.WithUnit("{record}"),
-		metric.WithDescription("Data points and log records the prime exporter refused, by reason: they are lost.")); err != nil {
+// newTelemetry takes the meter provider alone because the generated builder
+// reads nothing else from the telemetry settings.
+func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
+	b, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
 		return nil, err
 	}
-	if t.skipped, err = m.Int64Counter(metricSkipped, metric.WithUnit("{record}"),
-		metric.WithDescription("Records the prime exporter left out on purpose, by reason (ordinary log lines, eval work, off-cadence episodes, already-sent points).")); err != nil {
-		return nil, err
-	}
-	if t.posts, err = m.Int64Counter(metricPosts, metric.WithUnit("{request}"),
-		metric.WithDescription("Step metrics posts, by outcome.")); err != nil {
-		return nil, err
-	}
-	if t.runs, err = m.Int64Counter(metricRuns, metric.WithUnit("{run}"),
-		metric.WithDescription("Runs created, attached and closed out, by event.")); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return &telemetry{b: b}, nil
 }
 
 func (t *telemetry) reject(signal, reason string, n int) {
 	if n > 0 {
-		t.rejected.Add(context.Background(), int64(n), metric.WithAttributes(
+		t.b.ExporterPrimeRecordsRejected.Add(context.Background(), int64(n), metric.WithAttributes(
 			attribute.String("signal", signal), attribute.String("reason", reason)))
 	}
 }
 
 func (t *telemetry) skip(signal, reason string, n int) {
 	if n > 0 {
-		t.skipped.Add(context.Background(), int64(n), metric.WithAttributes(
+		t.b.ExporterPrimeRecordsSkipped.Add(context.Background(), int64(n), metric.WithAttributes(
 			attribute.String("signal", signal), attribute.String("reason", reason)))
 	}
 }
 
 func (t *telemetry) post(outcome string) {
-	t.posts.Add(context.Background(), 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+	t.b.ExporterPrimeMetricPosts.Add(context.Background(), 1, metric.WithAttributes(attribute.String("outcome", outcome)))
 }
 
 func (t *telemetry) runEvent(event string) {
-	t.runs.Add(context.Background(), 1, metric.WithAttributes(attribute.String("event", event)))
+	t.b.ExporterPrimeRuns.Add(context.Background(), 1, metric.WithAttributes(attribute.String("event", event)))
+}
+
+// samplesUploaded counts what reached the platform's sample table (or the
+// offline directory): rows and bytes say how much, objects how many
+// presign → PUT → confirm rounds it took.
+func (t *telemetry) samplesUploaded(rows, objects, bytes int) {
+	ctx := context.Background()
+	if rows > 0 {
+		t.b.ExporterPrimeSampleRowsUploaded.Add(ctx, int64(rows))
+	}
+	if objects > 0 {
+		t.b.ExporterPrimeSampleObjectsUploaded.Add(ctx, int64(objects))
+	}
+	if bytes > 0 {
+		t.b.ExporterPrimeSampleBytesUploaded.Add(ctx, int64(bytes))
+	}
 }
 
 // maxLogOnceKeys bounds the memory of logOnce; past it every line is logged

@@ -22,7 +22,9 @@ func TestTheOfflineDemoWritesTheRunToADirectory(t *testing.T) {
 	c := startCollector(t, otelcol, string(config),
 		"PRIME_OTLP_HTTP="+addr, "PRIME_OTLP_GRPC="+freeAddr(t), "PRIME_OFFLINE_DIR="+dir)
 
-	runTrainer(t, trainer, addr, "-steps", itoa(demoSteps), "-step-delay", "5ms")
+	manifestPath := filepath.Join(t.TempDir(), "manifest.json")
+	runTrainer(t, trainer, addr, "-steps", itoa(demoSteps), "-step-delay", "5ms", "-manifest", manifestPath)
+	sent := readManifest(t, manifestPath)
 	var runDir string
 	eventually(t, "run.json with status completed", func() bool {
 		entries, _ := os.ReadDir(dir)
@@ -64,6 +66,20 @@ func TestTheOfflineDemoWritesTheRunToADirectory(t *testing.T) {
 			fatalf(t, c, "metrics.jsonl has no post for step %d", step)
 		}
 	}
+	// The demo config keeps the default cadence: step 10 of 12.
+	objects := offlineObjects(t, runDir)
+	if len(objects) != 1 || len(objects[10]) == 0 {
+		fatalf(t, c, "want sample objects for step 10 only, got steps %v", keys(objects))
+	}
+	checkStepRows(t, filepath.Base(runDir), 10, objects[10], sent.TrainByDispatch["10"])
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func keys[V any](m map[int64]V) []int64 {
+	var out []int64
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

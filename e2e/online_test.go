@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,10 +25,14 @@ exporters:
     team_id: team-e2e
     run:
       id: ${env:RUN_ID:-}
-    finalize_grace: 500ms
+    finalize_grace: 3s
+    samples:
+      step_interval: 2
     sending_queue:
       enabled: true
       num_consumers: 4
+      batch:
+        flush_timeout: 500ms
   debug:
     verbosity: detailed
 service:
@@ -53,7 +58,9 @@ func TestTheDemoRunLandsOnThePlatformThroughTheBuiltCollector(t *testing.T) {
 	c := startCollector(t, otelcol, onlineConfig,
 		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey)
 
-	runTrainer(t, trainer, addr, "-steps", itoa(demoSteps), "-run-key", "e2e-run", "-step-delay", "5ms")
+	manifestPath := filepath.Join(t.TempDir(), "manifest.json")
+	runTrainer(t, trainer, addr, "-steps", itoa(demoSteps), "-run-key", "e2e-run", "-step-delay", "5ms", "-manifest", manifestPath)
+	sent := readManifest(t, manifestPath)
 	eventually(t, "the run's close-out", func() bool {
 		runs := platform.Runs()
 		return len(runs) == 1 && runs[0].Status == rfttest.StatusCompleted
@@ -81,6 +88,19 @@ func TestTheDemoRunLandsOnThePlatformThroughTheBuiltCollector(t *testing.T) {
 				fatalf(t, c, "step %d has no %q: %v", step, key, m)
 			}
 		}
+	}
+	byStep := map[int64][][]byte{}
+	for _, o := range run.Objects {
+		if !o.Confirmed {
+			fatalf(t, c, "object %s was uploaded but never confirmed", o.Key)
+		}
+		if o.Step%2 != 0 {
+			fatalf(t, c, "object for off-cadence step %d", o.Step)
+		}
+		byStep[o.Step] = append(byStep[o.Step], o.Body)
+	}
+	for step := int64(2); step <= demoSteps; step += 2 {
+		checkStepRows(t, run.ID, step, byStep[step], sent.TrainByDispatch[itoa(int(step))])
 	}
 	out := c.out.String()
 	if strings.Contains(out, e2eKey) {
@@ -123,7 +143,7 @@ func TestAHostedRunIsAttachedByRunIDAndNeverMarkedFailed(t *testing.T) {
 		if strings.HasSuffix(req.Path, "/external-runs") {
 			fatalf(t, c, "a create request was made for an attached run")
 		}
-		if !strings.HasPrefix(req.Path, "/api/internal/") {
+		if !strings.HasPrefix(req.Path, "/api/internal/") && !strings.HasPrefix(req.Path, "/storage/") {
 			fatalf(t, c, "request outside the internal prefix: %s", req.Path)
 		}
 	}

@@ -13,7 +13,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 # ocb is installed with go install at the pinned release.
 ensure_ocb() {
   OCB="$(go env GOPATH)/bin/builder"
-  if ! "$OCB" version 2>/dev/null | grep -q "${OCB_VERSION#v}"; then
+  if ! "$OCB" version 2>&1 | grep -q "${OCB_VERSION#v}"; then
     log "installing ocb $OCB_VERSION"
     go install "go.opentelemetry.io/collector/cmd/builder@$OCB_VERSION"
   fi

@@ -35,6 +35,7 @@ type config struct {
 	errorReason        string
 	seed               uint64
 	stepDelay          time.Duration
+	manifest           string
 	episodeTextBytes   int
 	evalEvery          int
 	exportTimeout      time.Duration
@@ -114,6 +115,7 @@ func parseConfig(args []string, stderr io.Writer, getenv func(string) string) (c
 	fs.StringVar(&cfg.errorReason, "error", "", "prime.run.error for a status other than completed (default: a message naming the status)")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of every generated value")
 	fs.DurationVar(&cfg.stepDelay, "step-delay", 20*time.Millisecond, "pause between steps")
+	fs.StringVar(&cfg.manifest, "manifest", "", "write a JSON summary of what was sent (episodes per dispatch step) to this file")
 	fs.IntVar(&cfg.episodeTextBytes, "episode-text-bytes", 2000, "chat text per episode, in bytes")
 	fs.IntVar(&cfg.evalEvery, "eval-every", 5, "send one eval episode every N steps (0: none)")
 	fs.DurationVar(&cfg.exportTimeout, "export-timeout", 10*time.Second, "time limit of one export, retries included")

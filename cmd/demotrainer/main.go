@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -74,6 +75,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return fmt.Errorf("run %s to %s: %w", runIdentity(cfg), cfg.endpoint, err)
 	}
 
+	if cfg.manifest != "" {
+		if err := writeManifest(cfg.manifest, out); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stdout, "demotrainer: run %s: %d steps, %d metric points, %d episodes (%d eval), %d log records, %s; sent to %s\n",
 		runIdentity(cfg), out.steps, tel.metricPoints.Load(), out.episodes, out.evalEpisodes, tel.logRecords.Load(), endText(out.status), cfg.endpoint)
 	return nil
@@ -113,4 +119,18 @@ func runIdentity(cfg config) string {
 		return "id " + cfg.runID
 	}
 	return "key " + cfg.runKey
+}
+
+// writeManifest records what the run sent, for tests that check what landed.
+func writeManifest(path string, out outcome) error {
+	body, err := json.Marshal(struct {
+		Steps           int         `json:"steps"`
+		Episodes        int         `json:"episodes"`
+		EvalEpisodes    int         `json:"eval_episodes"`
+		TrainByDispatch map[int]int `json:"train_episodes_by_dispatch_step"`
+	}{out.steps, out.episodes, out.evalEpisodes, out.trainByDispatch})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o600)
 }

@@ -24,6 +24,9 @@ type outcome struct {
 	episodes     int
 	evalEpisodes int
 	status       string
+	// trainByDispatch counts train episodes by the step they were
+	// dispatched at: the rows the sample table should hold per step.
+	trainByDispatch map[int]int
 }
 
 // run plays the configured run. An interrupt (ctx done) ends it early as
@@ -31,7 +34,7 @@ type outcome struct {
 // with the interrupt. Telemetry recorded before an error is flushed by the
 // caller's shutdown.
 func (t *trainer) run(ctx context.Context) (outcome, error) {
-	out := outcome{status: t.cfg.status}
+	out := outcome{status: t.cfg.status, trainByDispatch: map[int]int{}}
 	var interrupted error
 	for step := 1; step <= t.cfg.steps; step++ {
 		if step > 1 {
@@ -43,6 +46,7 @@ func (t *trainer) run(ctx context.Context) (outcome, error) {
 		p := planStep(t.cfg, step)
 		for _, e := range p.episodes {
 			t.events.episode(ctx, e)
+			out.trainByDispatch[e.dispatchStep]++
 		}
 		out.episodes += len(p.episodes)
 		if p.eval != nil {

@@ -1,0 +1,222 @@
+package sampletable
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// benchShape is one realistic step: rows episodes whose chat text totals
+// about textBytes each.
+type benchShape struct {
+	name      string
+	rows      int
+	branches  int
+	messages  int // per branch
+	msgBytes  int // per message
+	promptLen int
+}
+
+func benchShapes() []benchShape {
+	return []benchShape{
+		// A single-turn math rollout: system, user, assistant ≈ 2 KB.
+		{name: "2KB", rows: 256, branches: 1, messages: 3, msgBytes: 680, promptLen: 600},
+		// A long agentic rollout: 2 branches × 20 messages × 5 KB ≈ 200 KB.
+		{name: "200KB", rows: 32, branches: 2, messages: 20, msgBytes: 5000, promptLen: 1000},
+	}
+}
+
+// words is the vocabulary of the generated chat text: distinct per
+// episode, so neither dictionary encoding nor snappy sees repeats a real
+// step would not have.
+var words = strings.Fields(`the of and to a in is that for it as was with be by on not he this are or his from at which
+	but have an they you were her she there been one all we their has would when if so what no out up into do can
+	answer step therefore compute equation value total number let solve check result function return print def
+	import class self list sum range len x y z n k i j 0 1 2 3 4 5 6 7 8 9 + - * / = ( ) { } [ ] : , .`)
+
+func chatText(r *rand.Rand, n int) string {
+	var sb strings.Builder
+	sb.Grow(n + 16)
+	for sb.Len() < n {
+		sb.WriteString(words[r.IntN(len(words))])
+		if r.IntN(12) == 0 {
+			sb.WriteString("\n")
+		} else {
+			sb.WriteByte(' ')
+		}
+	}
+	return sb.String()
+}
+
+// benchRecords builds the step's records as a trainer's OTel SDK sends
+// them: a body map (or, asJSON, that map serialised into a string body).
+// It returns them with their total string bytes.
+func benchRecords(s benchShape, asJSON bool) (bodies []pcommon.Value, attrs pcommon.Map, textBytes int) {
+	r := rand.New(rand.NewPCG(1, 2))
+	attrs = pcommon.NewMap()
+	attrs.PutInt(attrWorkStep, 10)
+	roles := []string{"system", "user", "assistant"}
+	for i := 0; i < s.rows; i++ {
+		body := pcommon.NewValueMap()
+		m := body.Map()
+		m.PutStr("tag", "rollout")
+		m.PutInt("problem_id", int64(i/8))
+		m.PutStr("prompt", chatText(r, s.promptLen))
+		m.PutStr("answer", fmt.Sprint(r.IntN(1000)))
+		m.PutStr("env_name", "primeintellect/gsm8k")
+		m.PutEmptyMap("task").PutStr("kind", "math")
+		info := m.PutEmptyMap("info")
+		info.PutStr("source", "train")
+		info.PutInt("index", int64(i))
+		m.PutDouble("reward", r.Float64())
+		m.PutDouble("advantage", r.Float64()-0.5)
+		metrics := m.PutEmptyMap("metrics")
+		metrics.PutDouble("correct", 1)
+		metrics.PutInt("turns", int64(s.messages))
+		m.PutEmptyMap("timing").PutDouble("generation_ms", r.Float64()*1000)
+		traj := m.PutEmptySlice("trajectory")
+		for b := 0; b < s.branches; b++ {
+			br := traj.AppendEmpty().SetEmptyMap()
+			msgs := br.PutEmptySlice("messages")
+			for k := 0; k < s.messages; k++ {
+				msg := msgs.AppendEmpty().SetEmptyMap()
+				msg.PutStr("role", roles[k%len(roles)])
+				msg.PutStr("content", chatText(r, s.msgBytes))
+			}
+			br.PutInt("num_input_tokens", int64(r.IntN(4000)))
+			br.PutInt("num_output_tokens", int64(r.IntN(4000)))
+		}
+		textBytes += stringBytes(body)
+		if asJSON {
+			var sb strings.Builder
+			writeJSON(&sb, body)
+			body = pcommon.NewValueStr(sb.String())
+		}
+		bodies = append(bodies, body)
+	}
+	return bodies, attrs, textBytes
+}
+
+// stringBytes is the length of every string in v, keys included.
+func stringBytes(v pcommon.Value) int {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return len(v.Str())
+	case pcommon.ValueTypeMap:
+		n := 0
+		v.Map().Range(func(k string, mv pcommon.Value) bool {
+			n += len(k) + stringBytes(mv)
+			return true
+		})
+		return n
+	case pcommon.ValueTypeSlice:
+		n := 0
+		for i := 0; i < v.Slice().Len(); i++ {
+			n += stringBytes(v.Slice().At(i))
+		}
+		return n
+	}
+	return 0
+}
+
+func mapAll(b *testing.B, bodies []pcommon.Value, attrs pcommon.Map, eps []Episode) []Episode {
+	eps = eps[:0]
+	for _, body := range bodies {
+		ep, err := FromRecord(attrs, body, 1, 0, testNow())
+		if err != nil {
+			b.Fatal(err)
+		}
+		eps = append(eps, ep)
+	}
+	return eps
+}
+
+// BenchmarkFromRecordAndEncode is the hot path: a step's records mapped
+// and written as one object. MB/s counts the records' input text.
+func BenchmarkFromRecordAndEncode(b *testing.B) {
+	for _, s := range benchShapes() {
+		for _, form := range []struct {
+			name   string
+			asJSON bool
+		}{{"map-body", false}, {"json-body", true}} {
+			b.Run(s.name+"/"+form.name, func(b *testing.B) {
+				bodies, attrs, textBytes := benchRecords(s, form.asJSON)
+				enc := NewEncoder()
+				var out bytes.Buffer
+				eps := make([]Episode, 0, s.rows)
+				b.SetBytes(int64(textBytes))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					eps = mapAll(b, bodies, attrs, eps)
+					out.Reset()
+					if err := enc.Encode(&out, "run-1", 10, 0, eps); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(s.rows*b.N)/b.Elapsed().Seconds(), "episodes/s")
+				b.ReportMetric(float64(out.Len()), "object-bytes")
+			})
+		}
+	}
+}
+
+// BenchmarkFromRecord is the mapping alone.
+func BenchmarkFromRecord(b *testing.B) {
+	for _, s := range benchShapes() {
+		for _, form := range []struct {
+			name   string
+			asJSON bool
+		}{{"map-body", false}, {"json-body", true}} {
+			b.Run(s.name+"/"+form.name, func(b *testing.B) {
+				bodies, attrs, textBytes := benchRecords(s, form.asJSON)
+				eps := make([]Episode, 0, s.rows)
+				b.SetBytes(int64(textBytes))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					eps = mapAll(b, bodies, attrs, eps)
+				}
+				b.ReportMetric(float64(s.rows*b.N)/b.Elapsed().Seconds(), "episodes/s")
+			})
+		}
+	}
+}
+
+// BenchmarkPqarrowFloor is the floor under the hot path: pqarrow writing
+// an already-built Arrow record of the same rows with the same writer
+// properties. MB/s counts the same input text as above.
+func BenchmarkPqarrowFloor(b *testing.B) {
+	for _, s := range benchShapes() {
+		b.Run(s.name, func(b *testing.B) {
+			bodies, attrs, textBytes := benchRecords(s, false)
+			enc := NewEncoder()
+			eps := mapAll(b, bodies, attrs, nil)
+			rec := enc.build("run-1", 10, 0, eps)
+			defer rec.Release()
+			var out bytes.Buffer
+			b.SetBytes(int64(textBytes))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				out.Reset()
+				fw, err := pqarrow.NewFileWriter(enc.schema, noClose{&out}, enc.props, enc.aprops)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := fw.Write(rec); err != nil {
+					b.Fatal(err)
+				}
+				if err := fw.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(s.rows*b.N)/b.Elapsed().Seconds(), "episodes/s")
+		})
+	}
+}

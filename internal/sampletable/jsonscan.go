@@ -1,0 +1,332 @@
+package sampletable
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// This file reads JSON text in place. Episodes carry megabytes of chat
+// text, usually already serialised by the trainer; slicing the text into
+// spans (instead of decoding it into values and encoding it again) keeps
+// the bytes the trainer wrote and costs one scan with no allocation.
+
+// maxDepth bounds nesting as encoding/json does, so a hostile record cannot
+// exhaust the stack.
+const maxDepth = 10000
+
+// syntaxError says where text stops being JSON.
+type syntaxError struct{ offset int }
+
+func (e *syntaxError) Error() string { return fmt.Sprintf("invalid JSON at offset %d", e.offset) }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	return i
+}
+
+// firstNonSpace is the first character of s that is not JSON whitespace, or 0.
+func firstNonSpace(s string) byte {
+	if i := skipSpace(s, 0); i < len(s) {
+		return s[i]
+	}
+	return 0
+}
+
+// validJSON tells whether s is exactly one JSON value (surrounding
+// whitespace allowed), like json.Valid.
+func validJSON(s string) bool {
+	end, ok := scanValue(s, skipSpace(s, 0), 0)
+	return ok && skipSpace(s, end) == len(s)
+}
+
+// holdsJSONContainer tells a string that already holds a JSON object or
+// array, which JSON columns store as it is (telemetry.md §3).
+func holdsJSONContainer(s string) bool {
+	c := firstNonSpace(s)
+	return (c == '{' || c == '[') && validJSON(s)
+}
+
+// scanValue scans the JSON value starting at s[i] and returns the index just
+// after it.
+func scanValue(s string, i, depth int) (int, bool) {
+	if i >= len(s) {
+		return i, false
+	}
+	switch c := s[i]; {
+	case c == '{':
+		return scanContainer(s, i, depth, '}')
+	case c == '[':
+		return scanContainer(s, i, depth, ']')
+	case c == '"':
+		return scanString(s, i)
+	case c == 't':
+		return scanLiteral(s, i, "true")
+	case c == 'f':
+		return scanLiteral(s, i, "false")
+	case c == 'n':
+		return scanLiteral(s, i, "null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return scanNumber(s, i)
+	}
+	return i, false
+}
+
+// scanContainer scans an object (closing '}') or array (closing ']').
+func scanContainer(s string, i, depth int, closing byte) (int, bool) {
+	if depth >= maxDepth {
+		return i, false
+	}
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == closing {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if closing == '}' {
+			if i >= len(s) || s[i] != '"' {
+				return i, false
+			}
+			if i, ok = scanString(s, i); !ok {
+				return i, false
+			}
+			i = skipSpace(s, i)
+			if i >= len(s) || s[i] != ':' {
+				return i, false
+			}
+			i = skipSpace(s, i+1)
+		}
+		if i, ok = scanValue(s, i, depth+1); !ok {
+			return i, false
+		}
+		i = skipSpace(s, i)
+		if i >= len(s) {
+			return i, false
+		}
+		switch s[i] {
+		case ',':
+			i = skipSpace(s, i+1)
+		case closing:
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+func scanString(s string, i int) (int, bool) {
+	for j := i + 1; j < len(s); j++ {
+		for j+8 <= len(s) && plainText8(load8(s, j)) {
+			j += 8
+		}
+		if j >= len(s) {
+			break
+		}
+		switch c := s[j]; {
+		case c == '"':
+			return j + 1, true
+		case c == '\\':
+			j++
+			if j >= len(s) {
+				return j, false
+			}
+			switch s[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(s) {
+					return j, false
+				}
+				for k := j + 1; k <= j+4; k++ {
+					if !isHex(s[k]) {
+						return k, false
+					}
+				}
+				j += 4
+			default:
+				return j, false
+			}
+		case c < 0x20:
+			return j, false
+		}
+	}
+	return len(s), false
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func scanLiteral(s string, i int, lit string) (int, bool) {
+	if strings.HasPrefix(s[i:], lit) {
+		return i + len(lit), true
+	}
+	return i, false
+}
+
+// scanNumber scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(s string, i int) (int, bool) {
+	if s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = scanDigits(s, i)
+	default:
+		return i, false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := scanDigits(s, i+1)
+		if j == i+1 {
+			return j, false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := scanDigits(s, i)
+		if j == i {
+			return j, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func scanDigits(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// eachMember calls fn with the raw key (quotes included) and the value
+// text of every member of the JSON object s, in document order. s is one
+// object, surrounding whitespace allowed; anything else is an error.
+func eachMember(s string, fn func(key, value string) error) error {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return &syntaxError{i}
+	}
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return trailing(s, i+1)
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return &syntaxError{i}
+		}
+		k0 := i
+		k1, ok := scanString(s, i)
+		if !ok {
+			return &syntaxError{k1}
+		}
+		i = skipSpace(s, k1)
+		if i >= len(s) || s[i] != ':' {
+			return &syntaxError{i}
+		}
+		v0 := skipSpace(s, i+1)
+		v1, ok := scanValue(s, v0, 1)
+		if !ok {
+			return &syntaxError{v1}
+		}
+		if err := fn(s[k0:k1], s[v0:v1]); err != nil {
+			return err
+		}
+		i = skipSpace(s, v1)
+		if i >= len(s) {
+			return &syntaxError{i}
+		}
+		switch s[i] {
+		case ',':
+			i = skipSpace(s, i+1)
+		case '}':
+			return trailing(s, i+1)
+		default:
+			return &syntaxError{i}
+		}
+	}
+}
+
+// eachElement calls fn with the index and text of every element of the JSON
+// array s. s is one array, surrounding whitespace allowed.
+func eachElement(s string, fn func(i int, elem string) error) error {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '[' {
+		return &syntaxError{i}
+	}
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return trailing(s, i+1)
+	}
+	for n := 0; ; n++ {
+		e1, ok := scanValue(s, i, 1)
+		if !ok {
+			return &syntaxError{e1}
+		}
+		if err := fn(n, s[i:e1]); err != nil {
+			return err
+		}
+		i = skipSpace(s, e1)
+		if i >= len(s) {
+			return &syntaxError{i}
+		}
+		switch s[i] {
+		case ',':
+			i = skipSpace(s, i+1)
+		case ']':
+			return trailing(s, i+1)
+		default:
+			return &syntaxError{i}
+		}
+	}
+}
+
+func trailing(s string, i int) error {
+	if i = skipSpace(s, i); i != len(s) {
+		return &syntaxError{i}
+	}
+	return nil
+}
+
+// unquote decodes a JSON string literal (quotes included) that the scanner
+// accepted. Most keys and values have no escapes and are sliced, not copied.
+func unquote(lit string) string {
+	inner := lit[1 : len(lit)-1]
+	if strings.IndexByte(inner, '\\') < 0 {
+		return inner
+	}
+	var out string
+	if err := json.Unmarshal([]byte(lit), &out); err != nil {
+		return inner // unreachable for scanned literals; keep the text rather than lose it
+	}
+	return out
+}
+
+// jsonKind names the type of a JSON value's text the way pvalue.TypeName
+// names pdata types, for error messages.
+func jsonKind(v string) string {
+	switch c := firstNonSpace(v); {
+	case c == '{':
+		return "map"
+	case c == '[':
+		return "list"
+	case c == '"':
+		return "string"
+	case c == 't' || c == 'f':
+		return "bool"
+	case c == 'n':
+		return "null"
+	case strings.ContainsAny(v, ".eE"):
+		return "double"
+	}
+	return "int"
+}

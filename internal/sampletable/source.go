@@ -1,0 +1,190 @@
+package sampletable
+
+import (
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/primeintellect/primeexporter/internal/pvalue"
+)
+
+// attrPrefix: attribute prime.episode.<column> gives a column, ahead of the
+// body key <column> (telemetry.md §3).
+const attrPrefix = "prime.episode."
+
+// bodyField names the body itself in rejections.
+const bodyField = "body"
+
+// field is one column's value as the record gives it.
+type field struct {
+	column   string
+	fromAttr bool
+	// v is a pdata value (when raw is "").
+	v pcommon.Value
+	// raw is the JSON text of a value read from the body's JSON text. It is
+	// read in place, not turned into pdata: most of it is stored as it is.
+	raw string
+}
+
+// key is the attribute or body key concerned, for Rejection.Field.
+func (f field) key() string {
+	if f.fromAttr {
+		return attrPrefix + f.column
+	}
+	return bodyField + "." + f.column
+}
+
+// name says where the value came from, for messages.
+func (f field) name() string {
+	if f.fromAttr {
+		return "attribute " + attrPrefix + f.column
+	}
+	return "body key " + f.column
+}
+
+func (f field) typeName() string {
+	if f.raw != "" {
+		return jsonKind(f.raw)
+	}
+	return pvalue.TypeName(f.v)
+}
+
+// str reads a string value.
+func (f field) str() (string, bool) {
+	if f.raw != "" {
+		if f.raw[0] != '"' {
+			return "", false
+		}
+		return unquote(f.raw), true
+	}
+	return pvalue.String(f.v)
+}
+
+// int reads an int value leniently (pvalue.Int): an int, or a double with
+// an integral value.
+func (f field) int() (int64, bool) {
+	if f.raw == "" {
+		return pvalue.Int(f.v)
+	}
+	if !isJSONNumber(f.raw) {
+		return 0, false
+	}
+	if !strings.ContainsAny(f.raw, ".eE") {
+		if n, err := strconv.ParseInt(f.raw, 10, 64); err == nil {
+			return n, true
+		}
+	}
+	return pvalue.Int(pcommon.NewValueDouble(parseJSONFloat(f.raw)))
+}
+
+// float reads a number value leniently (pvalue.Float): a double or an int.
+func (f field) float() (float64, bool) {
+	if f.raw == "" {
+		return pvalue.Float(f.v)
+	}
+	if !isJSONNumber(f.raw) {
+		return 0, false
+	}
+	return parseJSONFloat(f.raw), true
+}
+
+// describe names the type found and, when it is short and says more (a
+// fractional step, a numeric string), the value.
+func (f field) describe() string {
+	t := f.typeName()
+	switch {
+	case t == "double" && f.raw != "":
+		return t + " " + strconv.FormatFloat(parseJSONFloat(f.raw), 'g', -1, 64)
+	case t == "double":
+		return t + " " + strconv.FormatFloat(f.v.Double(), 'g', -1, 64)
+	case t == "string":
+		if s, _ := f.str(); len(s) <= 32 {
+			return t + " " + strconv.Quote(s)
+		}
+	}
+	return t
+}
+
+func isJSONNumber(text string) bool {
+	c := text[0]
+	return c == '-' || (c >= '0' && c <= '9')
+}
+
+// parseJSONFloat reads a JSON number the scanner accepted; one past the
+// float64 range is ±Inf (what ParseFloat gives with its range error).
+func parseJSONFloat(text string) float64 {
+	f, _ := strconv.ParseFloat(text, 64)
+	return f
+}
+
+// member is one key of a body given as JSON text.
+type member struct{ key, value string }
+
+// source finds a record's columns: attribute first, then body key.
+type source struct {
+	attrs   pcommon.Map
+	body    pcommon.Map
+	hasBody bool
+	members []member // the body's JSON object, when it came as text
+}
+
+// newSource reads the body: a map, or a string holding a JSON object. Other
+// text (a log line a bridge put there) is not the episode's and is ignored;
+// text that starts like an object but does not parse is an error, since it
+// was meant as the episode.
+func newSource(attrs pcommon.Map, body pcommon.Value) (source, error) {
+	src := source{attrs: attrs}
+	switch body.Type() {
+	case pcommon.ValueTypeEmpty:
+	case pcommon.ValueTypeMap:
+		src.body, src.hasBody = body.Map(), true
+	case pcommon.ValueTypeStr:
+		s := body.Str()
+		if firstNonSpace(s) != '{' {
+			break
+		}
+		// Invalid UTF-8 can only sit inside JSON strings; replacing it once
+		// here keeps every span cut from the body valid text.
+		s = strings.ToValidUTF8(s, "\uFFFD")
+		src.members = make([]member, 0, 16)
+		err := eachMember(s, func(k, v string) error {
+			src.members = append(src.members, member{unquote(k), v})
+			return nil
+		})
+		if err != nil {
+			return source{}, reject(ReasonBadBody, bodyField, "body looks like a JSON object but does not parse: %v", err)
+		}
+	default:
+		return source{}, reject(ReasonBadBody, bodyField, "body must be a map or a string holding a JSON object, got %s", pvalue.TypeName(body))
+	}
+	return src, nil
+}
+
+// get finds column's value; a null or empty value is no value, so an empty
+// attribute leaves the column to the body.
+func (s *source) get(column string) (field, bool) {
+	if v, ok := s.attrs.Get(attrPrefix + column); ok && v.Type() != pcommon.ValueTypeEmpty {
+		return field{column: column, fromAttr: true, v: v}, true
+	}
+	if s.hasBody {
+		if v, ok := s.body.Get(column); ok && v.Type() != pcommon.ValueTypeEmpty {
+			return field{column: column, v: v}, true
+		}
+	}
+	// The last of duplicate keys wins, as with encoding/json.
+	for i := len(s.members) - 1; i >= 0; i-- {
+		if s.members[i].key == column {
+			return jsonField(column, s.members[i].value)
+		}
+	}
+	return field{}, false
+}
+
+// jsonField is the field of a JSON value's text; null is no value.
+func jsonField(column, text string) (field, bool) {
+	if text == "null" {
+		return field{}, false
+	}
+	return field{column: column, raw: text}, true
+}

@@ -1,0 +1,216 @@
+package sampletable
+
+import (
+	"errors"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/primeintellect/primeexporter/internal/pvalue"
+)
+
+// Keys of a trajectory branch that the row reads or sets.
+const (
+	branchMessages  = "messages"
+	branchAdvantage = "advantage"
+)
+
+// trajectory is the re-serialised trajectory column and what its last
+// branch gives the row.
+type trajectory struct {
+	text     string
+	branches int
+	last     branchTail
+}
+
+// optField is a field that may be absent.
+type optField struct {
+	field
+	ok bool
+}
+
+// branchTail holds the last branch's values that stand in for absent
+// columns: its token counts, and its messages for the completion.
+type branchTail struct {
+	index             int
+	in, out, messages optField
+}
+
+// tokens reads a token count of the last branch; nil when it has none.
+func (b branchTail) tokens(traj field, v optField, key string) (*int64, error) {
+	if !v.ok {
+		return nil, nil
+	}
+	if n, ok := v.int(); ok {
+		return &n, nil
+	}
+	return nil, reject(ReasonBadValue, traj.key(), "%s[%d].%s must be an int, got %s", traj.name(), b.index, key, v.describe())
+}
+
+// tailKey tells the branch keys a branchTail keeps.
+func tailKey(key string) bool {
+	return key == colNumInputTokens || key == colNumOutputTokens || key == branchMessages
+}
+
+func (b *branchTail) see(key string, f field) {
+	switch key {
+	case colNumInputTokens:
+		b.in = optField{f, true}
+	case colNumOutputTokens:
+		b.out = optField{f, true}
+	case branchMessages:
+		b.messages = optField{f, true}
+	}
+}
+
+// buildTrajectory writes the trajectory with every branch's "advantage" set
+// to the episode's (null when it has none), overriding the branch's own, as
+// the SDK does. The trajectory is a list of maps, or JSON text of an array
+// of objects; branches keep their key order, with "advantage" where the
+// branch had it, else last. Branches given as JSON text keep their values'
+// text byte for byte.
+func buildTrajectory(f field, advantage *float64) (trajectory, error) {
+	adv := "null"
+	if advantage != nil {
+		var scratch [32]byte
+		adv = string(appendFloat(scratch[:0], *advantage))
+	}
+	switch {
+	case f.raw != "" && f.raw[0] == '[':
+		return textTrajectory(f, f.raw, adv)
+	case f.raw == "" && f.v.Type() == pcommon.ValueTypeSlice:
+		return listTrajectory(f, f.v.Slice(), adv)
+	}
+	if s, ok := f.str(); ok && firstNonSpace(s) == '[' {
+		return textTrajectory(f, strings.ToValidUTF8(s, "\uFFFD"), adv)
+	}
+	return trajectory{}, reject(ReasonBadValue, f.key(), "%s must be a list of maps (or a string holding a JSON array of objects), got %s", f.name(), f.describe())
+}
+
+func notABranch(f field, i int, kind string) error {
+	return reject(ReasonBadValue, f.key(), "%s[%d] must be a map, got %s", f.name(), i, kind)
+}
+
+func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, error) {
+	t := trajectory{branches: branches.Len()}
+	if t.branches == 0 {
+		return t, nil
+	}
+	var sb strings.Builder
+	sb.Grow(jsonSize(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4))
+	sb.WriteByte('[')
+	for i := 0; i < branches.Len(); i++ {
+		b := branches.At(i)
+		if b.Type() != pcommon.ValueTypeMap {
+			return trajectory{}, notABranch(f, i, pvalue.TypeName(b))
+		}
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('{')
+		n, seen := 0, false
+		b.Map().Range(func(k string, v pcommon.Value) bool {
+			if k == branchAdvantage && seen {
+				return true
+			}
+			if n > 0 {
+				sb.WriteByte(',')
+			}
+			n++
+			writeString(&sb, k)
+			sb.WriteByte(':')
+			if k == branchAdvantage {
+				seen = true
+				sb.WriteString(adv)
+			} else {
+				writeJSON(&sb, v)
+			}
+			return true
+		})
+		if !seen {
+			if n > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString(`"` + branchAdvantage + `":`)
+			sb.WriteString(adv)
+		}
+		sb.WriteByte('}')
+	}
+	sb.WriteByte(']')
+	t.text = sb.String()
+
+	t.last.index = t.branches - 1
+	branches.At(t.last.index).Map().Range(func(k string, v pcommon.Value) bool {
+		if v.Type() != pcommon.ValueTypeEmpty {
+			t.last.see(k, field{column: f.column, fromAttr: f.fromAttr, v: v})
+		}
+		return true
+	})
+	return t, nil
+}
+
+func textTrajectory(f field, text, adv string) (trajectory, error) {
+	var t trajectory
+	var sb strings.Builder
+	sb.Grow(len(text) + 64)
+	sb.WriteByte('[')
+	err := eachElement(text, func(i int, elem string) error {
+		if elem[0] != '{' {
+			return notABranch(f, i, jsonKind(elem))
+		}
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		t.branches++
+		t.last = branchTail{index: i}
+		sb.WriteByte('{')
+		n, seen := 0, false
+		err := eachMember(elem, func(k, v string) error {
+			key := unquote(k)
+			if key == branchAdvantage {
+				if seen {
+					return nil
+				}
+				seen, v = true, adv
+			} else if tailKey(key) {
+				if jf, ok := jsonField(f.column, v); ok {
+					jf.fromAttr = f.fromAttr
+					t.last.see(key, jf)
+				}
+			}
+			if n > 0 {
+				sb.WriteByte(',')
+			}
+			n++
+			sb.WriteString(k)
+			sb.WriteByte(':')
+			sb.WriteString(v)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !seen {
+			if n > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString(`"` + branchAdvantage + `":`)
+			sb.WriteString(adv)
+		}
+		sb.WriteByte('}')
+		return nil
+	})
+	var se *syntaxError
+	if errors.As(err, &se) {
+		return trajectory{}, reject(ReasonBadValue, f.key(), "%s holds invalid JSON: %v", f.name(), err)
+	}
+	if err != nil {
+		return trajectory{}, err
+	}
+	if t.branches == 0 {
+		return trajectory{}, nil
+	}
+	sb.WriteByte(']')
+	t.text = sb.String()
+	return t, nil
+}
