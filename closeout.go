@@ -2,6 +2,7 @@ package primeexporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -145,7 +146,7 @@ func (g *registry) closeOut(r *run) {
 func (g *registry) sendEnd(ctx context.Context, r *run, id string, end endRequest) error {
 	if end.status == statusCompleted {
 		err := g.p.Finalize(ctx, id, 0)
-		if rerr, ok := rft.AsError(err); ok && rerr.Permanent() {
+		if isPermanent(err) && !errors.Is(err, errUnauthorized) {
 			g.logger.Warn("Finalize refused; marking the run completed through the status route", zap.String("run_id", id), zap.Error(err))
 			err = g.p.SetStatus(ctx, id, rft.StatusCompleted, "")
 		}

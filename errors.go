@@ -41,3 +41,21 @@ func isThrottle(err error) bool {
 	rerr, ok := rft.AsError(err)
 	return ok && rerr.RetryAfter > 0
 }
+
+// isPermanent reports whether retrying err can never help: the platform's
+// permanent classes, or an error already marked permanent here.
+func isPermanent(err error) bool {
+	if consumererror.IsPermanent(err) {
+		return true
+	}
+	rerr, ok := rft.AsError(err)
+	return ok && rerr.Permanent()
+}
+
+// errorClass names an error's class for log de-duplication keys.
+func errorClass(err error) string {
+	if rerr, ok := rft.AsError(err); ok {
+		return rerr.Class.String()
+	}
+	return "other"
+}

@@ -59,6 +59,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		}
 	}
 	var p platform
+	var guard *authGuard
 	switch e.cfg.Mode {
 	case ModeDisabled:
 		e.logger.Info("Prime exporter is disabled: everything it receives is accepted and dropped")
@@ -89,9 +90,15 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 			return fmt.Errorf("endpoint: %w", err)
 		}
 		e.logger.Info("Prime exporter is online", zap.String("api", client.APIPrefix()))
-		p = client
+		guard = newAuthGuard(client, host, e.logger)
+		p = guard
+	}
+	if q := e.cfg.QueueConfig.Get(); q != nil && q.Batch.HasValue() && e.cfg.FinalizeGrace < q.Batch.Get().FlushTimeout {
+		e.logger.Warn("finalize_grace is shorter than sending_queue::batch::flush_timeout: data still batching when a run ends may arrive after it is closed and be refused",
+			zap.Duration("finalize_grace", e.cfg.FinalizeGrace), zap.Duration("flush_timeout", q.Batch.Get().FlushTimeout))
 	}
 	e.reg = newRegistry(e.cfg, p, e.logger, e.tel)
+	e.reg.auth = guard
 	e.samples = newSamplesSink(e.reg, e.cfg.Samples)
 	e.reg.startJanitor()
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/exporter/exportertest"
@@ -35,6 +36,7 @@ type harness struct {
 	exp      *primeExporter
 	logs     *observer.ObservedLogs
 	tel      *componenttest.Telemetry
+	host     component.Host
 }
 
 // newHarness starts an online exporter against a fresh fake platform; edit
@@ -57,6 +59,11 @@ func newHarness(t *testing.T, edit func(*Config)) *harness {
 
 func startHarness(t *testing.T, srv *rfttest.Server, cfg *Config) *harness {
 	t.Helper()
+	return newHarnessWithHost(t, srv, cfg, componenttest.NewNopHost())
+}
+
+func newHarnessWithHost(t *testing.T, srv *rfttest.Server, cfg *Config, host component.Host) *harness {
+	t.Helper()
 	require.NoError(t, cfg.Validate())
 	core, logs := observer.New(zapcore.DebugLevel)
 	tel := componenttest.NewTelemetry()
@@ -70,8 +77,8 @@ func startHarness(t *testing.T, srv *rfttest.Server, cfg *Config) *harness {
 		o.MaxAttempts = 2
 		o.Sleep = func(context.Context, time.Duration) error { return nil }
 	}
-	require.NoError(t, exp.start(context.Background(), componenttest.NewNopHost()))
-	h := &harness{t: t, platform: srv, exp: exp, logs: logs, tel: tel}
+	require.NoError(t, exp.start(context.Background(), host))
+	h := &harness{t: t, platform: srv, exp: exp, logs: logs, tel: tel, host: host}
 	t.Cleanup(func() { h.shutdown() })
 	return h
 }

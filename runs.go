@@ -65,6 +65,7 @@ type registry struct {
 	warn   *logOnce
 	tel    *telemetry
 	p      platform
+	auth   *authGuard // online only: trips on the first 401
 	now    func() time.Time
 
 	mu   sync.Mutex
@@ -96,6 +97,10 @@ func (l lease) release() { l.r.release() }
 // closed run, a refused create) is counted and logged here, once per run and
 // reason, and comes back as errSkipped; any other error is retryable.
 func (g *registry) acquire(ctx context.Context, res pcommon.Resource, signal string, records int) (lease, error) {
+	if g.auth != nil && g.auth.err() != nil {
+		g.tel.reject(signal, "unauthorized", records)
+		return lease{}, errSkipped
+	}
 	ident, err := resolveIdentity(res, g.cfg.Run)
 	if err != nil {
 		g.tel.reject(signal, "no_identity", records)
@@ -194,8 +199,8 @@ func (g *registry) createFailed(r *run, err error) error {
 	err = fmt.Errorf("run %s: %w", r.ident, err)
 	rerr, ok := rft.AsError(err)
 	switch {
-	case ok && rerr.Permanent():
-		if rerr.Class == rft.ClassForbidden {
+	case isPermanent(err):
+		if ok && rerr.Class == rft.ClassForbidden {
 			r.mu.Lock()
 			r.refusal, r.refusedAt = err, g.now()
 			r.mu.Unlock()

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/sampletable"
-	"github.com/primeintellect/primeexporter/rft"
 )
 
 // samplesSink turns prime.episode records into step-keyed Parquet objects
@@ -97,10 +96,10 @@ func (s *samplesSink) upload(ctx context.Context, l lease, b episodeBatch) (map[
 			if err == nil {
 				continue
 			}
-			if rerr, ok := rft.AsError(err); ok && rerr.Permanent() {
+			if isPermanent(err) {
 				s.g.tel.reject(signalLogs, "upload_rejected", len(part))
 				l.r.stats.add("episodes_rejected", int64(len(part)))
-				s.g.warn.Warn("upload\x00"+l.id+"\x00"+rerr.Class.String(), "The platform refused a step's sample object: its episodes are dropped",
+				s.g.warn.Warn("upload\x00"+l.id+"\x00"+errorClass(err), "The platform refused a step's sample object: its episodes are dropped",
 					zap.String("run_id", l.id), zap.Int64("step", step), zap.Int("episodes", len(part)), zap.Error(err))
 				continue
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"strconv"
 
 	"go.uber.org/zap"
 
@@ -49,10 +48,10 @@ func (g *registry) sendSteps(ctx context.Context, l lease, signal string, b step
 			g.tel.post("sent")
 			continue
 		}
-		if rerr, ok := rft.AsError(err); ok && rerr.Permanent() {
+		if isPermanent(err) {
 			g.tel.post("rejected")
 			g.tel.reject(signal, "platform_rejected", len(values))
-			g.warn.Warn("post\x00"+l.id+"\x00"+strconv.Itoa(rerr.StatusCode), "The platform refused a step's metrics: they are dropped",
+			g.warn.Warn("post\x00"+l.id+"\x00"+errorClass(err), "The platform refused a step's metrics: they are dropped",
 				zap.String("run_id", l.id), zap.Int64("step", step), zap.Error(err))
 			continue
 		}

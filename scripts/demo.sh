@@ -57,4 +57,7 @@ echo
 echo "metrics.jsonl: $posts posts covering $steps steps; the last one:"
 tail -1 "$run_dir/metrics.jsonl"
 echo
+echo "samples/: the step-keyed Parquet sample tables (every ${PRIME_STEP_INTERVAL:-10}th step):"
+ls -l "$run_dir/samples" 2>/dev/null | tail -n +2 || echo "  (none)"
+echo
 echo "Collector log: $BUILD/collector.log"

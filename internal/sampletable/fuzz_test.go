@@ -131,6 +131,20 @@ func FuzzJSONScannerAgreesWithEncodingJSON(f *testing.F) {
 				t.Fatalf("keys of %q: %q, want %q", valid, keys, want)
 			}
 		}
+		var elems []json.RawMessage
+		n := 0
+		err := eachElement(s, func(_, start int) (int, error) {
+			n++
+			end, ok := scanValue(s, start, 1)
+			if !ok {
+				return end, &syntaxError{end}
+			}
+			return end, nil
+		})
+		if (err == nil) != (json.Unmarshal([]byte(s), &elems) == nil) || (err == nil && n != len(elems)) {
+			t.Fatalf("eachElement(%q): %d elements, %v; encoding/json: %d", s, n, err, len(elems))
+		}
+
 		var sb strings.Builder
 		writeString(&sb, s)
 		var got, want string

@@ -216,49 +216,64 @@ func eachMember(s string, fn func(key, value string) error) error {
 	if i >= len(s) || s[i] != '{' {
 		return &syntaxError{i}
 	}
+	end, err := objectAt(s, i, 0, fn)
+	if err != nil {
+		return err
+	}
+	return trailing(s, end)
+}
+
+// objectAt walks the object that starts at s[i] ('{'), calling fn for each
+// member, and returns the index just after it.
+func objectAt(s string, i, depth int, fn func(key, value string) error) (int, error) {
+	if depth >= maxDepth {
+		return i, &syntaxError{i}
+	}
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
-		return trailing(s, i+1)
+		return i + 1, nil
 	}
 	for {
 		if i >= len(s) || s[i] != '"' {
-			return &syntaxError{i}
+			return i, &syntaxError{i}
 		}
 		k0 := i
 		k1, ok := scanString(s, i)
 		if !ok {
-			return &syntaxError{k1}
+			return k1, &syntaxError{k1}
 		}
 		i = skipSpace(s, k1)
 		if i >= len(s) || s[i] != ':' {
-			return &syntaxError{i}
+			return i, &syntaxError{i}
 		}
 		v0 := skipSpace(s, i+1)
-		v1, ok := scanValue(s, v0, 1)
+		v1, ok := scanValue(s, v0, depth+1)
 		if !ok {
-			return &syntaxError{v1}
+			return v1, &syntaxError{v1}
 		}
 		if err := fn(s[k0:k1], s[v0:v1]); err != nil {
-			return err
+			return v1, err
 		}
 		i = skipSpace(s, v1)
 		if i >= len(s) {
-			return &syntaxError{i}
+			return i, &syntaxError{i}
 		}
 		switch s[i] {
 		case ',':
 			i = skipSpace(s, i+1)
 		case '}':
-			return trailing(s, i+1)
+			return i + 1, nil
 		default:
-			return &syntaxError{i}
+			return i, &syntaxError{i}
 		}
 	}
 }
 
-// eachElement calls fn with the index and text of every element of the JSON
-// array s. s is one array, surrounding whitespace allowed.
-func eachElement(s string, fn func(i int, elem string) error) error {
+// eachElement walks the JSON array s (one array, surrounding whitespace
+// allowed). For each element it calls fn with the element's index n and its
+// start in s; fn scans the element itself (so a caller that walks elements
+// further reads them once) and returns the index just after it.
+func eachElement(s string, fn func(n, start int) (end int, err error)) error {
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '[' {
 		return &syntaxError{i}
@@ -268,14 +283,14 @@ func eachElement(s string, fn func(i int, elem string) error) error {
 		return trailing(s, i+1)
 	}
 	for n := 0; ; n++ {
-		e1, ok := scanValue(s, i, 1)
-		if !ok {
-			return &syntaxError{e1}
+		if i >= len(s) {
+			return &syntaxError{i}
 		}
-		if err := fn(n, s[i:e1]); err != nil {
+		end, err := fn(n, i)
+		if err != nil {
 			return err
 		}
-		i = skipSpace(s, e1)
+		i = skipSpace(s, end)
 		if i >= len(s) {
 			return &syntaxError{i}
 		}

@@ -154,9 +154,13 @@ func textTrajectory(f field, text, adv string) (trajectory, error) {
 	var sb strings.Builder
 	sb.Grow(len(text) + 64)
 	sb.WriteByte('[')
-	err := eachElement(text, func(i int, elem string) error {
-		if elem[0] != '{' {
-			return notABranch(f, i, jsonKind(elem))
+	err := eachElement(text, func(i, start int) (int, error) {
+		if text[start] != '{' {
+			end, ok := scanValue(text, start, 1)
+			if !ok {
+				return end, &syntaxError{end}
+			}
+			return end, notABranch(f, i, jsonKind(text[start:end]))
 		}
 		if i > 0 {
 			sb.WriteByte(',')
@@ -165,7 +169,7 @@ func textTrajectory(f field, text, adv string) (trajectory, error) {
 		t.last = branchTail{index: i}
 		sb.WriteByte('{')
 		n, seen := 0, false
-		err := eachMember(elem, func(k, v string) error {
+		end, err := objectAt(text, start, 1, func(k, v string) error {
 			key := unquote(k)
 			if key == branchAdvantage {
 				if seen {
@@ -188,7 +192,7 @@ func textTrajectory(f field, text, adv string) (trajectory, error) {
 			return nil
 		})
 		if err != nil {
-			return err
+			return end, err
 		}
 		if !seen {
 			if n > 0 {
@@ -198,7 +202,7 @@ func textTrajectory(f field, text, adv string) (trajectory, error) {
 			sb.WriteString(adv)
 		}
 		sb.WriteByte('}')
-		return nil
+		return end, nil
 	})
 	var se *syntaxError
 	if errors.As(err, &se) {
