@@ -83,11 +83,16 @@ func (e endRequest) statusMessage() string {
 // wins.
 func (g *registry) requestEnd(r *run, end endRequest) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.state != stateOpen {
+		r.mu.Unlock()
 		return
 	}
 	r.state, r.end = stateEnding, end
+	r.mu.Unlock()
+	// Saved before the grace period: a restart then still closes the run.
+	g.persist(context.Background(), r)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	g.closeouts.Add(1)
 	r.endTimer = time.AfterFunc(g.cfg.FinalizeGrace, func() {
 		defer g.closeouts.Done()
@@ -125,6 +130,7 @@ func (g *registry) closeOut(r *run) {
 		r.mu.Lock()
 		r.state = stateClosed
 		r.mu.Unlock()
+		g.persist(context.WithoutCancel(ctx), r)
 	}()
 	if id == "" {
 		g.logger.Warn("Run ended before it could be created on the platform; nothing to close out", zap.Stringer("run", r.ident), zap.String("status", end.status))
@@ -197,6 +203,22 @@ func (g *registry) closeIdle() {
 	for _, r := range idle {
 		g.logger.Warn("Run sent no telemetry for idle_timeout; closing it out as crashed", zap.Stringer("run", r.ident), zap.Duration("idle_timeout", g.cfg.IdleTimeout))
 		g.closeOut(r)
+	}
+}
+
+// shutdownTimersOnly stops the janitor and the grace timers without
+// closing anything out: what a kill -9 leaves behind, for restart tests.
+func (g *registry) shutdownTimersOnly() {
+	close(g.stop)
+	g.janitor.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range g.runs {
+		r.mu.Lock()
+		if r.endTimer != nil && r.endTimer.Stop() {
+			g.closeouts.Done()
+		}
+		r.mu.Unlock()
 	}
 }
 

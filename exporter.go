@@ -2,12 +2,14 @@ package primeexporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/rft"
@@ -53,11 +55,6 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	if e.starts > 1 {
 		return nil
 	}
-	if e.cfg.Storage != nil {
-		if _, ok := host.GetExtensions()[*e.cfg.Storage]; !ok {
-			return fmt.Errorf("storage: no extension %q is configured; add it under extensions and service::extensions", e.cfg.Storage.String())
-		}
-	}
 	var p platform
 	var guard *authGuard
 	switch e.cfg.Mode {
@@ -97,11 +94,41 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		e.logger.Warn("finalize_grace is shorter than sending_queue::batch::flush_timeout: data still batching when a run ends may arrive after it is closed and be refused",
 			zap.Duration("finalize_grace", e.cfg.FinalizeGrace), zap.Duration("flush_timeout", q.Batch.Get().FlushTimeout))
 	}
-	e.reg = newRegistry(e.cfg, p, e.logger, e.tel)
+	store, err := e.openStore(ctx, host)
+	if err != nil {
+		return err
+	}
+	e.reg = newRegistry(e.cfg, p, store, e.logger, e.tel)
 	e.reg.auth = guard
+	if err := e.reg.restore(ctx); err != nil {
+		return errors.Join(fmt.Errorf("storage: restoring runs: %w", err), store.close(ctx))
+	}
 	e.samples = newSamplesSink(e.reg, e.cfg.Samples)
 	e.reg.startJanitor()
 	return nil
+}
+
+// openStore opens the storage extension's client, or says plainly what a
+// restart will cost without one.
+func (e *primeExporter) openStore(ctx context.Context, host component.Host) (runStore, error) {
+	if e.cfg.Storage == nil {
+		e.logger.Info("No storage configured: a collector restart forgets the runs it served. Runs it created are created again (a second run), " +
+			"and their episode tables continue under random sample_id ranges; set storage: <storage extension> to keep them across restarts")
+		return newMemStore(), nil
+	}
+	ext, ok := host.GetExtensions()[*e.cfg.Storage]
+	if !ok {
+		return nil, fmt.Errorf("storage: no extension %q is configured; add it under extensions and service::extensions", e.cfg.Storage.String())
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, errNotStorage(e.cfg.Storage.String())
+	}
+	client, err := se.GetClient(ctx, component.KindExporter, e.settings.ID, "runs")
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	return newExtensionStore(client), nil
 }
 
 // shutdown lets the last pipeline finish the pending close-outs; runs that
@@ -122,7 +149,7 @@ func (e *primeExporter) shutdown(ctx context.Context) error {
 	if e.reg == nil {
 		return nil
 	}
-	return e.reg.shutdown(ctx)
+	return errors.Join(e.reg.shutdown(ctx), e.reg.store.close(ctx))
 }
 
 // registry is nil in disabled mode: pushes drop everything.

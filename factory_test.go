@@ -75,7 +75,8 @@ func TestBothSignalsOfOneConfigShareOneRunThroughTheCollectorsQueue(t *testing.T
 func TestAStorageExtensionThatIsNotConfiguredFailsTheStart(t *testing.T) {
 	f := NewFactory()
 	cfg := f.CreateDefaultConfig().(*Config)
-	cfg.Mode = ModeDisabled
+	cfg.Mode = ModeOffline
+	cfg.Directory = t.TempDir()
 	id := component.MustNewID("file_storage")
 	cfg.Storage = &id
 	exp, err := f.CreateLogs(context.Background(), exportertest.NewNopSettings(f.Type()), cfg)

@@ -64,6 +64,16 @@ func startHarness(t *testing.T, srv *rfttest.Server, cfg *Config) *harness {
 
 func newHarnessWithHost(t *testing.T, srv *rfttest.Server, cfg *Config, host component.Host) *harness {
 	t.Helper()
+	return newHarnessWithHostTuned(t, srv, cfg, host, func(o *rft.Options) {
+		o.MaxAttempts = 2
+		o.Sleep = func(context.Context, time.Duration) error { return nil }
+	})
+}
+
+// newHarnessWithHostTuned is newHarnessWithHost with the client options
+// adjusted by tune before the start.
+func newHarnessWithHostTuned(t *testing.T, srv *rfttest.Server, cfg *Config, host component.Host, tune func(*rft.Options)) *harness {
+	t.Helper()
 	require.NoError(t, cfg.Validate())
 	core, logs := observer.New(zapcore.DebugLevel)
 	tel := componenttest.NewTelemetry()
@@ -73,10 +83,7 @@ func newHarnessWithHost(t *testing.T, srv *rfttest.Server, cfg *Config, host com
 	set.Logger = zap.New(core)
 	exp, err := newPrimeExporter(cfg, set)
 	require.NoError(t, err)
-	exp.tuneClient = func(o *rft.Options) {
-		o.MaxAttempts = 2
-		o.Sleep = func(context.Context, time.Duration) error { return nil }
-	}
+	exp.tuneClient = tune
 	require.NoError(t, exp.start(context.Background(), host))
 	h := &harness{t: t, platform: srv, exp: exp, logs: logs, tel: tel, host: host}
 	t.Cleanup(func() { h.shutdown() })

@@ -66,6 +66,7 @@ type registry struct {
 	tel    *telemetry
 	p      platform
 	auth   *authGuard // online only: trips on the first 401
+	store  runStore
 	now    func() time.Time
 
 	mu   sync.Mutex
@@ -76,9 +77,9 @@ type registry struct {
 	janitor   sync.WaitGroup
 }
 
-func newRegistry(cfg *Config, p platform, logger *zap.Logger, tel *telemetry) *registry {
+func newRegistry(cfg *Config, p platform, store runStore, logger *zap.Logger, tel *telemetry) *registry {
 	return &registry{
-		cfg: cfg, p: p, logger: logger, warn: newLogOnce(logger), tel: tel,
+		cfg: cfg, p: p, store: store, logger: logger, warn: newLogOnce(logger), tel: tel,
 		now: time.Now, runs: map[string]*run{}, stop: make(chan struct{}),
 	}
 }
@@ -135,15 +136,19 @@ func (g *registry) acquire(ctx context.Context, res pcommon.Resource, signal str
 // and must be neither sent nor retried.
 var errSkipped = errors.New("skipped")
 
+func newRun(ident identity) *run {
+	// Only the process that creates a run can count its sample ranges from
+	// 0; an attached run may have had another writer.
+	return &run{ident: ident, sent: newSentValues(maxSentValuesPerRun), ranges: newSampleRanges(!ident.attach)}
+}
+
 func (g *registry) lookup(ident identity) *run {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	key := ident.registryKey()
 	r, ok := g.runs[key]
 	if !ok {
-		// Only the process that creates a run can count its sample ranges
-		// from 0; an attached run may have had another writer.
-		r = &run{ident: ident, sent: newSentValues(maxSentValuesPerRun), ranges: newSampleRanges(!ident.attach)}
+		r = newRun(ident)
 		g.runs[key] = r
 	}
 	return r
@@ -173,6 +178,7 @@ func (g *registry) ensure(ctx context.Context, r *run, res pcommon.Resource) (st
 			}
 		}
 		r.setID(r.ident.value)
+		g.persist(ctx, r)
 		g.tel.runEvent("attached")
 		g.logger.Info("Attached to run", zap.Stringer("run", r.ident), zap.String("run_id", r.ident.value), g.whereField(r.ident.value))
 		return r.ident.value, nil
@@ -187,6 +193,9 @@ func (g *registry) ensure(ctx context.Context, r *run, res pcommon.Resource) (st
 		return "", g.createFailed(r, err)
 	}
 	r.setID(created.ID)
+	// Saved at once: the window in which a crash costs a second run is
+	// the time between the platform's answer and this write.
+	g.persist(ctx, r)
 	g.tel.runEvent("created")
 	g.logger.Info("Created run", zap.Stringer("run", r.ident), zap.String("run_id", created.ID), zap.String("model", req.BaseModel), g.whereField(created.ID))
 	return created.ID, nil

@@ -146,7 +146,14 @@ func parseEnvironment(s string) (rft.Environment, error) {
 func runConfigMap(v pcommon.Value) (map[string]any, error) {
 	switch v.Type() {
 	case pcommon.ValueTypeMap:
-		return v.Map().AsRaw(), nil
+		// A map can hold NaN or ±Inf, which JSON cannot carry: refused
+		// here, named, instead of failing every create (or, offline, every
+		// retry) with an encoder error.
+		m := v.Map().AsRaw()
+		if _, err := json.Marshal(m); err != nil {
+			return nil, fmt.Errorf("resource attribute %s cannot be sent as JSON: %w", attrRunConfig, err)
+		}
+		return m, nil
 	case pcommon.ValueTypeStr:
 		var m map[string]any
 		if err := json.Unmarshal([]byte(v.Str()), &m); err != nil || m == nil {

@@ -1,6 +1,7 @@
 package primeexporter
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -88,6 +89,10 @@ func TestEveryBadSpecAttributeIsNamed(t *testing.T) {
 			m.PutEmptySlice("prime.run.environments").AppendEmpty().SetInt(3)
 		}, "resource attribute prime.run.environments[0] must be a string, got int"},
 		{"a model that is not a string", func(m pcommon.Map) { m.PutInt("prime.run.model", 1) }, "resource attribute prime.run.model must be a string, got int"},
+		{"a run config map holding a NaN, which JSON cannot carry", func(m pcommon.Map) {
+			m.PutStr("prime.run.model", "m")
+			m.PutEmptyMap("prime.run.config").PutEmptyMap("trainer").PutDouble("lr", math.NaN())
+		}, "resource attribute prime.run.config cannot be sent as JSON: json: unsupported value: NaN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,6 +43,7 @@ func newSamplesSink(g *registry, cfg SamplesConfig) *samplesSink {
 type episodeRef struct {
 	ep  sampletable.Episode
 	loc recordLoc
+	fp  uint64 // episodeFingerprint, set by undelivered
 }
 
 type recordLoc struct{ scope, record int }
@@ -86,12 +87,28 @@ func (s *samplesSink) skip(l lease, reason string) {
 
 // upload sends the batch step by step, in step order, and returns the
 // records to retry with the error to retry them with. A step the platform
-// refused for good is counted and logged, not returned.
+// refused for good is counted and logged, not returned. Episodes already
+// delivered (a batch replayed by the queue after a restart, or by the
+// collector's retry) are left out, so none is in the table twice.
 func (s *samplesSink) upload(ctx context.Context, l lease, b episodeBatch) (map[recordLoc]bool, error) {
 	var retry map[recordLoc]bool
 	var errs []error
+	fail := func(refs []episodeRef, err error) {
+		if retry == nil {
+			retry = map[recordLoc]bool{}
+		}
+		for _, ref := range refs {
+			retry[ref.loc] = true
+		}
+		errs = append(errs, err)
+	}
 	for _, step := range slices.Sorted(maps.Keys(b)) {
-		for _, part := range splitBySize(b[step], s.cfg.MaxObjectBytes) {
+		refs, err := s.undelivered(ctx, l, b[step])
+		if err != nil {
+			fail(b[step], err)
+			continue
+		}
+		for _, part := range splitBySize(refs, s.cfg.MaxObjectBytes) {
 			err := s.uploadObject(ctx, l, step, part)
 			if err == nil {
 				continue
@@ -103,13 +120,7 @@ func (s *samplesSink) upload(ctx context.Context, l lease, b episodeBatch) (map[
 					zap.String("run_id", l.id), zap.Int64("step", step), zap.Int("episodes", len(part)), zap.Error(err))
 				continue
 			}
-			if retry == nil {
-				retry = map[recordLoc]bool{}
-			}
-			for _, ref := range part {
-				retry[ref.loc] = true
-			}
-			errs = append(errs, err)
+			fail(part, err)
 		}
 	}
 	if len(errs) == 0 {
@@ -118,9 +129,34 @@ func (s *samplesSink) upload(ctx context.Context, l lease, b episodeBatch) (map[
 	return retry, retryable(firstRetryError(errs))
 }
 
+// undelivered leaves out the episodes confirmed before.
+func (s *samplesSink) undelivered(ctx context.Context, l lease, refs []episodeRef) ([]episodeRef, error) {
+	fps := make([]uint64, len(refs))
+	for i := range refs {
+		refs[i].fp = episodeFingerprint(refs[i].ep)
+		fps[i] = refs[i].fp
+	}
+	done, err := s.g.store.delivered(ctx, l.r.ident.registryKey(), fps)
+	if err != nil {
+		return nil, err
+	}
+	out := refs[:0:0]
+	for i, ref := range refs {
+		if done[i] {
+			s.skip(l, "already_delivered")
+			continue
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
 // splitBySize cuts a step's episodes into parts of at most max bytes of
 // encoded text; every part holds at least one episode.
 func splitBySize(refs []episodeRef, max int64) [][]episodeRef {
+	if len(refs) == 0 {
+		return nil
+	}
 	var parts [][]episodeRef
 	start, size := 0, int64(0)
 	for i, ref := range refs {
@@ -136,13 +172,14 @@ func splitBySize(refs []episodeRef, max int64) [][]episodeRef {
 // uploadObject writes one object: offline straight to its file, online
 // presign → PUT → confirm, resuming a pending upload of the same episodes.
 func (s *samplesSink) uploadObject(ctx context.Context, l lease, step int64, part []episodeRef) error {
-	fp := fingerprint(step, part)
+	fp := objectFingerprint(step, part)
 	obj := l.r.pending.get(fp)
 	if obj == nil {
-		// Remembered from the start, so a retry after a failed presign
-		// keeps the range instead of leaving a gap.
+		// Remembered (and saved) from the start, so a retry or a restart
+		// keeps the range instead of leaving a gap or reusing it.
 		obj = &pendingObject{step: step, rangeIdx: l.r.ranges.take(step)}
 		l.r.pending.remember(fp, obj)
+		s.g.persist(ctx, l.r)
 	}
 	body, err := s.encode(l.id, step, obj.rangeIdx, part)
 	if err != nil {
@@ -152,13 +189,20 @@ func (s *samplesSink) uploadObject(ctx context.Context, l lease, step int64, par
 		if err := w.WriteObject(ctx, l.id, step, obj.rangeIdx, body); err != nil {
 			return err
 		}
-		s.uploaded(l, len(part), len(body))
-		return nil
-	}
-	if err := s.send(ctx, l, obj, body, fp); err != nil {
+	} else if err := s.send(ctx, l, obj, body, fp); err != nil {
 		return err
 	}
+	// A crash between the confirm and this write is the one window in
+	// which a replayed batch can put these rows in the table twice.
+	fps := make([]uint64, len(part))
+	for i, ref := range part {
+		fps[i] = ref.fp
+	}
+	if err := s.g.store.markDelivered(ctx, l.r.ident.registryKey(), fps); err != nil {
+		s.g.warn.Warn("delivered\x00"+l.id, "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", l.id), zap.Error(err))
+	}
 	l.r.pending.forget(fp)
+	s.g.persist(ctx, l.r)
 	s.uploaded(l, len(part), len(body))
 	return nil
 }
@@ -175,6 +219,7 @@ func (s *samplesSink) send(ctx context.Context, l lease, obj *pendingObject, bod
 		}
 		obj.url, obj.key, obj.presignedAt, obj.expiresIn, obj.put = p.URL, p.Key, now, p.ExpiresIn, false
 		l.r.pending.remember(fp, obj)
+		s.g.persist(ctx, l.r)
 	}
 	if !obj.put {
 		if err := s.g.p.Put(ctx, obj.url, body); err != nil {
@@ -182,6 +227,7 @@ func (s *samplesSink) send(ctx context.Context, l lease, obj *pendingObject, bod
 		}
 		obj.put = true
 		l.r.pending.remember(fp, obj)
+		s.g.persist(ctx, l.r)
 	}
 	return s.g.p.Confirm(ctx, l.id, obj.step, obj.key) // replayable: a second confirm changes nothing
 }
@@ -210,9 +256,10 @@ func (s *samplesSink) uploaded(l lease, rows, size int) {
 	l.r.stats.add("sample_bytes", int64(size))
 }
 
-// fingerprint identifies an object by its step and its episodes' content,
-// which a retry of the same records reproduces.
-func fingerprint(step int64, part []episodeRef) uint64 {
+// episodeFingerprint identifies an episode by its content, which a replay
+// of the same record reproduces (created_at comes from the record's own
+// timestamps).
+func episodeFingerprint(ep sampletable.Episode) uint64 {
 	h := xxhash.New()
 	var n [8]byte
 	word := func(v int64) {
@@ -220,25 +267,30 @@ func fingerprint(step int64, part []episodeRef) uint64 {
 		_, _ = h.Write(n[:])
 	}
 	text := func(p *string) {
-		if p != nil {
-			word(int64(len(*p)))
-			_, _ = h.WriteString(*p)
-		} else {
+		if p == nil {
 			word(-1)
+			return
 		}
+		word(int64(len(*p)))
+		_, _ = h.WriteString(*p)
 	}
-	word(step)
-	for _, ref := range part {
-		ep := ref.ep
-		word(ep.CreatedAt.UnixMicro())
-		for _, s := range []string{ep.Tag, ep.Prompt, ep.Answer, ep.Trajectory} {
-			text(&s)
-		}
-		for _, p := range []*string{ep.EnvName, ep.Completion, ep.Task, ep.Info, ep.Metrics, ep.Timing} {
-			text(p)
-		}
+	word(ep.Step)
+	word(ep.CreatedAt.UnixMicro())
+	for _, s := range []*string{&ep.Tag, &ep.Prompt, &ep.Answer, &ep.Trajectory, ep.EnvName, ep.Completion, ep.Task, ep.Info, ep.Metrics, ep.Timing} {
+		text(s)
 	}
 	return h.Sum64()
+}
+
+// objectFingerprint identifies an object by its step and episodes, so the
+// retry of the same records finds the upload it left pending.
+func objectFingerprint(step int64, part []episodeRef) uint64 {
+	buf := make([]byte, 8*(len(part)+1))
+	binary.LittleEndian.PutUint64(buf, uint64(step))
+	for i, ref := range part {
+		binary.LittleEndian.PutUint64(buf[8*(i+1):], ref.fp)
+	}
+	return xxhash.Sum64(buf)
 }
 
 // pendingObject is an upload that has a key but no confirm yet.

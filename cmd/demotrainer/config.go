@@ -36,6 +36,7 @@ type config struct {
 	seed               uint64
 	stepDelay          time.Duration
 	manifest           string
+	startStep          int
 	episodeTextBytes   int
 	evalEvery          int
 	exportTimeout      time.Duration
@@ -115,6 +116,7 @@ func parseConfig(args []string, stderr io.Writer, getenv func(string) string) (c
 	fs.StringVar(&cfg.errorReason, "error", "", "prime.run.error for a status other than completed (default: a message naming the status)")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of every generated value")
 	fs.DurationVar(&cfg.stepDelay, "step-delay", 20*time.Millisecond, "pause between steps")
+	fs.IntVar(&cfg.startStep, "start-step", 1, "first step to play: a second process continues a run from here (up to -steps)")
 	fs.StringVar(&cfg.manifest, "manifest", "", "write a JSON summary of what was sent (episodes per dispatch step) to this file")
 	fs.IntVar(&cfg.episodeTextBytes, "episode-text-bytes", 2000, "chat text per episode, in bytes")
 	fs.IntVar(&cfg.evalEvery, "eval-every", 5, "send one eval episode every N steps (0: none)")
@@ -149,6 +151,9 @@ func (c config) validate() error {
 	var errs []error
 	if c.steps < 1 {
 		errs = append(errs, usageError{"-steps must be at least 1"})
+	}
+	if c.startStep < 1 || c.startStep > c.steps {
+		errs = append(errs, usageError{"-start-step must be between 1 and -steps"})
 	}
 	if c.episodesPerStep < 1 {
 		errs = append(errs, usageError{"-episodes-per-step must be at least 1"})

@@ -36,8 +36,8 @@ type outcome struct {
 func (t *trainer) run(ctx context.Context) (outcome, error) {
 	out := outcome{status: t.cfg.status, trainByDispatch: map[int]int{}}
 	var interrupted error
-	for step := 1; step <= t.cfg.steps; step++ {
-		if step > 1 {
+	for step := t.cfg.startStep; step <= t.cfg.steps; step++ {
+		if step > t.cfg.startStep {
 			if err := t.sleep(ctx, t.cfg.stepDelay); err != nil {
 				interrupted = fmt.Errorf("interrupted after step %d: %w", step-1, err)
 				break

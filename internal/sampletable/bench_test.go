@@ -31,15 +31,17 @@ func benchShapes() []benchShape {
 	}
 }
 
-// words is the vocabulary of the generated chat text: distinct per
+// vocabulary is the words of the generated chat text: drawn at random per
 // episode, so neither dictionary encoding nor snappy sees repeats a real
 // step would not have.
-var words = strings.Fields(`the of and to a in is that for it as was with be by on not he this are or his from at which
+func vocabulary() []string {
+	return strings.Fields(`the of and to a in is that for it as was with be by on not he this are or his from at which
 	but have an they you were her she there been one all we their has would when if so what no out up into do can
 	answer step therefore compute equation value total number let solve check result function return print def
 	import class self list sum range len x y z n k i j 0 1 2 3 4 5 6 7 8 9 + - * / = ( ) { } [ ] : , .`)
+}
 
-func chatText(r *rand.Rand, n int) string {
+func chatText(r *rand.Rand, words []string, n int) string {
 	var sb strings.Builder
 	sb.Grow(n + 16)
 	for sb.Len() < n {
@@ -58,6 +60,7 @@ func chatText(r *rand.Rand, n int) string {
 // It returns them with their total string bytes.
 func benchRecords(s benchShape, asJSON bool) (bodies []pcommon.Value, attrs pcommon.Map, textBytes int) {
 	r := rand.New(rand.NewPCG(1, 2))
+	words := vocabulary()
 	attrs = pcommon.NewMap()
 	attrs.PutInt(attrWorkStep, 10)
 	roles := []string{"system", "user", "assistant"}
@@ -66,7 +69,7 @@ func benchRecords(s benchShape, asJSON bool) (bodies []pcommon.Value, attrs pcom
 		m := body.Map()
 		m.PutStr("tag", "rollout")
 		m.PutInt("problem_id", int64(i/8))
-		m.PutStr("prompt", chatText(r, s.promptLen))
+		m.PutStr("prompt", chatText(r, words, s.promptLen))
 		m.PutStr("answer", fmt.Sprint(r.IntN(1000)))
 		m.PutStr("env_name", "primeintellect/gsm8k")
 		m.PutEmptyMap("task").PutStr("kind", "math")
@@ -86,7 +89,7 @@ func benchRecords(s benchShape, asJSON bool) (bodies []pcommon.Value, attrs pcom
 			for k := 0; k < s.messages; k++ {
 				msg := msgs.AppendEmpty().SetEmptyMap()
 				msg.PutStr("role", roles[k%len(roles)])
-				msg.PutStr("content", chatText(r, s.msgBytes))
+				msg.PutStr("content", chatText(r, words, s.msgBytes))
 			}
 			br.PutInt("num_input_tokens", int64(r.IntN(4000)))
 			br.PutInt("num_output_tokens", int64(r.IntN(4000)))

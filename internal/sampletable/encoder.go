@@ -36,10 +36,16 @@ type Encoder struct {
 
 // NewEncoder returns an Encoder with the table's schema and writer settings.
 func NewEncoder() *Encoder {
+	return newEncoder(memory.NewGoAllocator())
+}
+
+// newEncoder takes the builders' allocator, so tests can check that every
+// object's Arrow memory is released.
+func newEncoder(mem memory.Allocator) *Encoder {
 	schema := Schema()
 	return &Encoder{
 		schema: schema,
-		rb:     array.NewRecordBuilder(memory.NewGoAllocator(), schema),
+		rb:     array.NewRecordBuilder(mem, schema),
 		props:  writerProperties(),
 		aprops: arrowWriterProperties(),
 	}
@@ -55,7 +61,8 @@ type noClose struct{ io.Writer }
 //
 // Every episode must be of step step, and neither eval nor empty: the
 // caller groups and filters, and a row of another step would break the
-// step's sample_id uniqueness. w is written to, never closed.
+// step's sample_id uniqueness. w is written to, never closed; after an
+// error it may hold part of an object, which the caller drops.
 func (e *Encoder) Encode(w io.Writer, runID string, step, rangeIdx int64, eps []Episode) error {
 	if rangeIdx < 0 || rangeIdx >= maxRange {
 		return fmt.Errorf("sampletable: sample_id range %d is outside [0, 2^21)", rangeIdx)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -20,26 +21,28 @@ import (
 // annotated signed 64-bit (arrow-go's annotation; pyarrow leaves plain
 // int64 unannotated, which readers take the same way), doubles plain,
 // created_at INT64 annotated TIMESTAMP(isAdjustedToUTC, MICROS).
-var wantSchema = []string{
-	"run_id BYTE_ARRAY OPTIONAL STRING",
-	"step INT64 OPTIONAL INT(64,true)",
-	"tag BYTE_ARRAY OPTIONAL STRING",
-	"problem_id INT64 OPTIONAL INT(64,true)",
-	"sample_id INT64 OPTIONAL INT(64,true)",
-	"prompt BYTE_ARRAY OPTIONAL STRING",
-	"completion BYTE_ARRAY OPTIONAL STRING",
-	"trajectory BYTE_ARRAY OPTIONAL STRING",
-	"answer BYTE_ARRAY OPTIONAL STRING",
-	"env_name BYTE_ARRAY OPTIONAL STRING",
-	"task BYTE_ARRAY OPTIONAL STRING",
-	"info BYTE_ARRAY OPTIONAL STRING",
-	"reward DOUBLE OPTIONAL -",
-	"advantage DOUBLE OPTIONAL -",
-	"metrics BYTE_ARRAY OPTIONAL STRING",
-	"timing BYTE_ARRAY OPTIONAL STRING",
-	"num_input_tokens INT64 OPTIONAL INT(64,true)",
-	"num_output_tokens INT64 OPTIONAL INT(64,true)",
-	"created_at INT64 OPTIONAL TIMESTAMP(isAdjustedToUTC=true,unit=MICROS)",
+func wantSchema() []string {
+	return []string{
+		"run_id BYTE_ARRAY OPTIONAL STRING",
+		"step INT64 OPTIONAL INT(64,true)",
+		"tag BYTE_ARRAY OPTIONAL STRING",
+		"problem_id INT64 OPTIONAL INT(64,true)",
+		"sample_id INT64 OPTIONAL INT(64,true)",
+		"prompt BYTE_ARRAY OPTIONAL STRING",
+		"completion BYTE_ARRAY OPTIONAL STRING",
+		"trajectory BYTE_ARRAY OPTIONAL STRING",
+		"answer BYTE_ARRAY OPTIONAL STRING",
+		"env_name BYTE_ARRAY OPTIONAL STRING",
+		"task BYTE_ARRAY OPTIONAL STRING",
+		"info BYTE_ARRAY OPTIONAL STRING",
+		"reward DOUBLE OPTIONAL -",
+		"advantage DOUBLE OPTIONAL -",
+		"metrics BYTE_ARRAY OPTIONAL STRING",
+		"timing BYTE_ARRAY OPTIONAL STRING",
+		"num_input_tokens INT64 OPTIONAL INT(64,true)",
+		"num_output_tokens INT64 OPTIONAL INT(64,true)",
+		"created_at INT64 OPTIONAL TIMESTAMP(isAdjustedToUTC=true,unit=MICROS)",
+	}
 }
 
 func openParquet(t *testing.T, b []byte) *parquet.File {
@@ -113,8 +116,8 @@ func TestTheObjectHasTheViewersSchemaSnappyAndTheArrowSchema(t *testing.T) {
 	f := openParquet(t, buf.Bytes())
 
 	got := fileSchema(t, f)
-	if strings.Join(got, "\n") != strings.Join(wantSchema, "\n") {
-		t.Fatalf("schema:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantSchema, "\n"))
+	if want := wantSchema(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("schema:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	ts := f.Metadata().Schema[19].LogicalType.Value.(*format.TimestampType)
 	if _, micros := ts.Unit.Value.(*format.MicroSeconds); !ts.IsAdjustedToUTC || !micros {
@@ -272,5 +275,17 @@ func TestAWriteFailureIsReturned(t *testing.T) {
 	err := NewEncoder().Encode(failingWriter{}, "run-1", 10, 0, []Episode{episodeRow()})
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("error %v, want the writer's", err)
+	}
+}
+
+func TestEncodeReleasesTheArrowMemoryOfEveryObject(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	enc := newEncoder(mem)
+	for range 2 {
+		var buf bytes.Buffer
+		if err := enc.Encode(&buf, "run-1", 10, 0, []Episode{episodeRow(), episodeRow()}); err != nil {
+			t.Fatal(err)
+		}
+		mem.AssertSize(t, 0)
 	}
 }

@@ -117,11 +117,8 @@ func workIsEval(attrs pcommon.Map) (bool, error) {
 	if !ok || v.Type() == pcommon.ValueTypeEmpty {
 		return false, nil
 	}
-	switch s, _ := pvalue.String(v); {
-	case v.Type() == pcommon.ValueTypeStr && s == workTrain:
-		return false, nil
-	case v.Type() == pcommon.ValueTypeStr && s == workEval:
-		return true, nil
+	if s, ok := pvalue.String(v); ok && (s == workTrain || s == workEval) {
+		return s == workEval, nil
 	}
 	f := field{v: v}
 	return false, reject(ReasonBadWorkType, attrWorkType, "attribute %s must be %q or %q, got %s", attrWorkType, workTrain, workEval, f.describe())

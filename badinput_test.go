@@ -1,0 +1,414 @@
+package primeexporter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/primeintellect/primeexporter/rft/rfttest"
+)
+
+// The bad-input batches: every run's records cycle through a pattern of 100
+// slots, the first ten of them malformed, one of each kind, the other 90
+// good. Two more resources carry only records that cannot be placed: one
+// with no identity, one whose run cannot be created (no model).
+const (
+	badCycle      = 100
+	badCycles     = 32 // logs: 3 runs × 32 × 100 = 9,600 records
+	badResourceN  = 200
+	episodeSteps  = 10 // good episodes go to steps 10, 20, …, 100 (on the cadence)
+	metricSteps   = 50
+	pointCycles   = 48 // metrics: 2 runs × 48 × 100 = 9,600 points
+	pointSteps    = 40
+	badRunNoModel = "bad-nomodel"
+)
+
+// badRecord is one kind of malformed log record and how it is accounted.
+type badRecord struct {
+	kind    string
+	record  func(plog.LogRecord)
+	counter string
+	reason  string
+}
+
+func badLogRecords() []badRecord {
+	removeStep := func(lr plog.LogRecord) { lr.Attributes().Remove("prime.work.step") }
+	then := func(f, g func(plog.LogRecord)) func(plog.LogRecord) {
+		return func(lr plog.LogRecord) { f(lr); g(lr) }
+	}
+	metricsOnly := func(set func(plog.LogRecord)) func(plog.LogRecord) {
+		return func(lr plog.LogRecord) { lr.SetEventName(eventMetrics); set(lr) }
+	}
+	return []badRecord{
+		{"an episode with no step", then(episode(10, "bad"), removeStep), metricRejected, "no_step"},
+		{"an episode with a string step", withAttr(episode(10, "bad"), "prime.work.step", "ten"), metricRejected, "bad_step"},
+		{"an episode with a fractional step", then(episode(10, "bad"), func(lr plog.LogRecord) { lr.Attributes().PutDouble("prime.work.step", 10.5) }), metricRejected, "bad_step"},
+		{"an episode with a map reward", then(episode(10, "bad"), func(lr plog.LogRecord) { lr.Body().Map().PutEmptyMap("reward") }), metricRejected, "bad_value"},
+		{"an episode with a bad work type", withAttr(episode(10, "bad"), "prime.work.type", "test"), metricRejected, "bad_work_type"},
+		{"a metrics event with a string value", metricsOnly(func(lr plog.LogRecord) {
+			lr.Attributes().PutInt(attrStep, 5)
+			lr.Attributes().PutStr("bad/value", "high")
+		}), metricRejected, "bad_value"},
+		{"a metrics event with a NaN", metricsOnly(func(lr plog.LogRecord) {
+			lr.Attributes().PutInt(attrStep, 5)
+			lr.Attributes().PutDouble("kl/nan", math.NaN())
+		}), metricRejected, "non_finite"},
+		{"a metrics event with no step", metricsOnly(func(lr plog.LogRecord) { lr.Attributes().PutDouble("loss", 1) }), metricRejected, "no_step"},
+		{"an unknown prime.* event", func(lr plog.LogRecord) { lr.SetEventName("prime.rollout") }, metricSkipped, "not_an_event"},
+		{"an ordinary log line", plainLog("epoch done"), metricSkipped, "not_an_event"},
+	}
+}
+
+// goodLogs tells what a run's good records should put on the platform.
+type goodLogs struct {
+	prompts map[string]int64             // episode prompt → step
+	metrics map[int64]map[string]float64 // step → key → value
+}
+
+// logBatch appends one resource's records: n cycles of the pattern, or,
+// for a resource whose records can never be placed, n good records.
+func logBatch(ld plog.Logs, res map[string]string, cycles int, bad []badRecord) goodLogs {
+	rl := ld.ResourceLogs().AppendEmpty()
+	resource(rl.Resource(), res)
+	records := rl.ScopeLogs().AppendEmpty().LogRecords()
+	key := res[attrRunKey]
+	good := goodLogs{prompts: map[string]int64{}, metrics: map[int64]map[string]float64{}}
+	ep, mt := 0, 0
+	addGood := func(episodeSlot bool) {
+		lr := records.AppendEmpty()
+		if episodeSlot {
+			step := int64(episodeSteps * (1 + ep%10))
+			text := fmt.Sprintf("%s-%d", key, ep)
+			episode(step, text)(lr)
+			good.prompts["q-"+text] = step
+			ep++
+			return
+		}
+		step := int64(1 + mt%metricSteps)
+		name := fmt.Sprintf("m/%d", mt)
+		metricsEvent(step, map[string]float64{name: float64(mt)})(lr)
+		if good.metrics[step] == nil {
+			good.metrics[step] = map[string]float64{}
+		}
+		good.metrics[step][name] = float64(mt)
+		mt++
+	}
+	if bad == nil {
+		for i := range cycles {
+			addGood(i%2 == 0)
+		}
+		return good
+	}
+	for range cycles {
+		for slot := range badCycle {
+			if slot < len(bad) {
+				bad[slot].record(records.AppendEmpty())
+				continue
+			}
+			addGood(slot%2 == 0)
+		}
+	}
+	return good
+}
+
+func TestATenThousandRecordLogBatchWithMalformedRecordsLandsEveryGoodOneExactlyOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	bad := badLogRecords()
+	runs := []string{"bad-a", "bad-b", "bad-c"}
+
+	ld := plog.NewLogs()
+	want := map[string]goodLogs{}
+	want[runs[0]] = logBatch(ld, trainRun(runs[0]), badCycles, bad)
+	logBatch(ld, map[string]string{attrRunModel: "m"}, badResourceN, nil) // no identity
+	want[runs[1]] = logBatch(ld, trainRun(runs[1]), badCycles, bad)
+	logBatch(ld, map[string]string{attrRunKey: badRunNoModel}, badResourceN, nil)
+	want[runs[2]] = logBatch(ld, trainRun(runs[2]), badCycles, bad)
+	require.Equal(t, 10_000, ld.LogRecordCount())
+
+	require.NoError(t, h.exp.pushLogs(context.Background(), ld), "bad input never fails its batch")
+
+	require.Len(t, h.platform.Runs(), len(runs), "the run without a model is not created")
+	posts := metricPosts(t, h.platform)
+	for _, key := range runs {
+		run := h.runByKey(key)
+		assertRowsLandOnce(t, run, want[key].prompts)
+		assertPostsLandOnce(t, run, posts[run.ID], want[key].metrics)
+	}
+	assert.Equal(t, int64(len(runs)*badCycles*45), h.count(metricSampleRows, nil))
+
+	// Every bad record is counted by its reason, exactly.
+	perRun := int64(len(runs) * badCycles)
+	wantRejected := map[string]int64{"no_identity": badResourceN, "run_refused": badResourceN}
+	wantSkipped := map[string]int64{}
+	for _, b := range bad {
+		if b.counter == metricRejected {
+			wantRejected[b.reason] += perRun
+		} else {
+			wantSkipped[b.reason] += perRun
+		}
+	}
+	assertCounts(t, h, signalLogs, wantRejected, wantSkipped)
+
+	// One warning per run and reason, naming the attribute or key.
+	var wantWarns []string
+	for _, key := range runs {
+		id := h.runByKey(key).ID
+		for _, w := range []struct{ reason, names string }{
+			{"no_step", "prime.work.step"}, {"bad_step", "prime.work.step"},
+			{"bad_value", "reward"}, {"bad_work_type", "prime.work.type"},
+		} {
+			wantWarns = append(wantWarns, fmt.Sprintf("Rejected a prime.episode record that cannot become a row run_id=%s reason=%s names=%s", id, w.reason, w.names))
+		}
+		for _, w := range []struct{ reason, metric string }{
+			{"bad_value", "bad/value"}, {"non_finite", "kl/nan"}, {"no_step", "prime.step"},
+		} {
+			wantWarns = append(wantWarns, fmt.Sprintf("Rejected a value that cannot be sent run_id=%s reason=%s metric=%s names=%s", id, w.reason, w.metric, w.metric))
+		}
+	}
+	wantWarns = append(wantWarns,
+		"Ignored a log record with an unknown prime.* event name event_name=prime.rollout",
+		"Rejected data without a run identity: it is dropped names=prime.run.key",
+		"Rejected data: the run cannot be created, so it is dropped names=prime.run.model")
+	assert.ElementsMatch(t, wantWarns, h.warnings(t))
+}
+
+func TestATenThousandPointMetricsBatchWithBadPointsPostsEveryGoodOneExactlyOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	runs := []string{"bad-m1", "bad-m2"}
+	md := pmetric.NewMetrics()
+	want := map[string]map[int64]map[string]float64{}
+	want[runs[0]] = pointBatch(md, trainRun(runs[0]), pointCycles)
+	pointBatch(md, map[string]string{attrRunModel: "m"}, -badResourceN) // no identity
+	want[runs[1]] = pointBatch(md, trainRun(runs[1]), pointCycles)
+	pointBatch(md, map[string]string{attrRunKey: badRunNoModel}, -badResourceN)
+	require.Equal(t, 10_000, md.DataPointCount())
+
+	require.NoError(t, h.exp.pushMetrics(context.Background(), md), "bad input never fails its batch")
+
+	require.Len(t, h.platform.Runs(), len(runs))
+	posts := metricPosts(t, h.platform)
+	for _, key := range runs {
+		run := h.runByKey(key)
+		assertPostsLandOnce(t, run, posts[run.ID], want[key])
+	}
+	perRun := int64(len(runs) * pointCycles)
+	assertCounts(t, h, signalMetrics, map[string]int64{
+		"no_step": 2 * perRun, "bad_step": 4 * perRun, "non_finite": 4 * perRun,
+		"no_identity": badResourceN, "run_refused": badResourceN,
+	}, map[string]int64{})
+
+	var wantWarns []string
+	for _, key := range runs {
+		id := h.runByKey(key).ID
+		for _, w := range []struct{ reason, metric string }{
+			{"no_step", "nostep"}, {"bad_step", "badstep"}, {"non_finite", "nonfinite"},
+		} {
+			wantWarns = append(wantWarns, fmt.Sprintf("Rejected a value that cannot be sent run_id=%s reason=%s metric=%s names=%s", id, w.reason, w.metric, w.metric))
+		}
+	}
+	wantWarns = append(wantWarns,
+		"Rejected data without a run identity: it is dropped names=prime.run.key",
+		"Rejected data: the run cannot be created, so it is dropped names=prime.run.model")
+	assert.ElementsMatch(t, wantWarns, h.warnings(t))
+}
+
+// pointBatch appends one resource's points: cycles of 100 with ten bad
+// points first (two with no step, two with a string step, two with a
+// fractional one, two NaN, two ±Inf), the rest good gauge and sum points
+// whose keys are unique. A negative cycles is that many good points alone.
+func pointBatch(md pmetric.Metrics, res map[string]string, cycles int) map[int64]map[string]float64 {
+	rm := md.ResourceMetrics().AppendEmpty()
+	resource(rm.Resource(), res)
+	ms := rm.ScopeMetrics().AppendEmpty().Metrics()
+	gauge := func(name string) pmetric.NumberDataPointSlice {
+		m := ms.AppendEmpty()
+		m.SetName(name)
+		return m.SetEmptyGauge().DataPoints()
+	}
+	loss := gauge("loss")
+	tokensMetric := ms.AppendEmpty()
+	tokensMetric.SetName("tokens")
+	tokensMetric.SetEmptySum().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	tokens := tokensMetric.Sum().DataPoints()
+	noStep, badStep, nonFinite := gauge("nostep"), gauge("badstep"), gauge("nonfinite")
+
+	want := map[int64]map[string]float64{}
+	g := 0
+	addGood := func() {
+		dps, name := loss, "loss"
+		if g%2 == 1 {
+			dps, name = tokens, "tokens"
+		}
+		step := int64(1 + g%pointSteps)
+		dp := dps.AppendEmpty()
+		dp.SetDoubleValue(float64(g))
+		dp.Attributes().PutInt(attrStep, step)
+		dp.Attributes().PutInt("i", int64(g))
+		if want[step] == nil {
+			want[step] = map[string]float64{}
+		}
+		want[step][fmt.Sprintf("%s{i=%d}", name, g)] = float64(g)
+		g++
+	}
+	if cycles < 0 {
+		for range -cycles {
+			addGood()
+		}
+		return want
+	}
+	for range cycles {
+		for slot := range badCycle {
+			switch {
+			case slot < 2:
+				noStep.AppendEmpty().SetDoubleValue(1) // no prime.step, no timestamp to match a step gauge at
+			case slot < 4:
+				dp := badStep.AppendEmpty()
+				dp.SetDoubleValue(1)
+				dp.Attributes().PutStr(attrStep, "ten")
+			case slot < 6:
+				dp := badStep.AppendEmpty()
+				dp.SetDoubleValue(1)
+				dp.Attributes().PutDouble(attrStep, 2.5)
+			case slot < 10:
+				dp := nonFinite.AppendEmpty()
+				dp.SetDoubleValue([]float64{math.NaN(), math.NaN(), math.Inf(1), math.Inf(-1)}[slot-6])
+				dp.Attributes().PutInt(attrStep, 3)
+			default:
+				addGood()
+			}
+		}
+	}
+	return want
+}
+
+// runByKey is the platform run the exporter created for a run key.
+func (h *harness) runByKey(key string) rfttest.Run {
+	h.t.Helper()
+	id := h.exp.registry().lookup(identity{source: attrRunKey, value: key}).platformID()
+	require.NotEmpty(h.t, id, "run %s was created", key)
+	run, ok := h.platform.Run(id)
+	require.True(h.t, ok, "run %s is on the platform", id)
+	return run
+}
+
+// assertRowsLandOnce reads every object of the run back with parquet-go:
+// each good prompt is one row, in its step, and nothing else is there.
+func assertRowsLandOnce(t *testing.T, run rfttest.Run, want map[string]int64) {
+	t.Helper()
+	seen := map[string]int{}
+	sampleIDs := map[int64]map[int64]bool{}
+	for _, o := range run.Objects {
+		require.True(t, o.Confirmed, "object %s is confirmed", o.Key)
+		for _, r := range readRows(t, o.Body) {
+			require.Equal(t, run.ID, r.RunID)
+			require.Equal(t, o.Step, r.Step)
+			require.Equal(t, want[r.Prompt], r.Step, "row %q is in the step it was dispatched at", r.Prompt)
+			seen[r.Prompt]++
+			if sampleIDs[r.Step] == nil {
+				sampleIDs[r.Step] = map[int64]bool{}
+			}
+			require.False(t, sampleIDs[r.Step][r.SampleID], "sample_id %d is unique in step %d", r.SampleID, r.Step)
+			sampleIDs[r.Step][r.SampleID] = true
+		}
+	}
+	require.Len(t, seen, len(want), "run %s: every good episode and no other has a row", run.ID)
+	for prompt, n := range seen {
+		require.Equal(t, 1, n, "run %s: episode %q has exactly one row", run.ID, prompt)
+	}
+}
+
+// assertPostsLandOnce: every good value was posted exactly once, in its
+// step's post, and the platform's rows are exactly the good values.
+func assertPostsLandOnce(t *testing.T, run rfttest.Run, posts []map[string]float64, want map[int64]map[string]float64) {
+	t.Helper()
+	sent := map[string]int{}
+	for _, p := range posts {
+		step := int64(p["step"])
+		for k := range p {
+			if k != "step" {
+				sent[fmt.Sprintf("%d/%s", step, k)]++
+			}
+		}
+	}
+	n := 0
+	for step, values := range want {
+		for k := range values {
+			require.Equal(t, 1, sent[fmt.Sprintf("%d/%s", step, k)], "run %s: step %d %s is posted once", run.ID, step, k)
+			n++
+		}
+	}
+	require.Len(t, sent, n, "run %s: nothing but the good values is posted", run.ID)
+	require.Equal(t, want, run.Metrics)
+	require.Equal(t, len(want), run.MetricPosts, "run %s: one post per step", run.ID)
+}
+
+// metricPosts are the accepted metrics bodies by run id.
+func metricPosts(t *testing.T, srv *rfttest.Server) map[string][]map[string]float64 {
+	t.Helper()
+	out := map[string][]map[string]float64{}
+	for _, r := range srv.Requests() {
+		if !strings.HasSuffix(r.Path, "/rft/metrics") {
+			continue
+		}
+		var body struct {
+			RunID   string             `json:"run_id"`
+			Metrics map[string]float64 `json:"metrics"`
+		}
+		require.NoError(t, json.Unmarshal(r.Body, &body))
+		out[body.RunID] = append(out[body.RunID], body.Metrics)
+	}
+	return out
+}
+
+// assertCounts checks the signal's rejected and skipped counters reason by
+// reason, and that no other reason was counted.
+func assertCounts(t *testing.T, h *harness, signal string, rejected, skipped map[string]int64) {
+	t.Helper()
+	for counter, want := range map[string]map[string]int64{metricRejected: rejected, metricSkipped: skipped} {
+		var total int64
+		for reason, n := range want {
+			assert.Equal(t, n, h.count(counter, map[string]string{"signal": signal, "reason": reason}), "%s{reason=%s}", counter, reason)
+			total += n
+		}
+		assert.Equal(t, total, h.count(counter, nil), "%s: no other reason", counter)
+	}
+}
+
+// warnings renders every warn-level line as its message with the fields
+// that place it (run_id, reason, metric, event_name) and names=<the
+// attribute or key its error names>, found from a list of candidates.
+func (h *harness) warnings(t *testing.T) []string {
+	t.Helper()
+	names := []string{"prime.work.step", "prime.work.type", "reward", "bad/value", "kl/nan", "prime.step",
+		"nostep", "badstep", "nonfinite", "prime.run.model", "prime.run.key"}
+	var out []string
+	for _, e := range h.logs.FilterLevelExact(zapcore.WarnLevel).All() {
+		f := e.ContextMap()
+		line := e.Message
+		for _, k := range []string{"run_id", "reason", "metric", "event_name"} {
+			if v, ok := f[k]; ok {
+				line += fmt.Sprintf(" %s=%v", k, v)
+			}
+		}
+		if msg, ok := f["error"].(string); ok {
+			i := slices.IndexFunc(names, func(n string) bool { return strings.Contains(msg, n) })
+			if i >= 0 {
+				line += " names=" + names[i]
+			} else {
+				line += " names=none: " + msg
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}

@@ -1,0 +1,201 @@
+package primeexporter
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+
+	"github.com/primeintellect/primeexporter/rft/rfttest"
+)
+
+// memStorage is a storage extension whose data outlives the exporters that
+// use it, as file_storage's does across a collector restart.
+type memStorage struct {
+	component.StartFunc
+	component.ShutdownFunc
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+func (m *memStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
+	return memStorageClient{m}, nil
+}
+
+type memStorageClient struct{ m *memStorage }
+
+func (c memStorageClient) Get(_ context.Context, key string) ([]byte, error) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	return c.m.data[key], nil
+}
+
+func (c memStorageClient) Set(_ context.Context, key string, value []byte) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	c.m.data[key] = append([]byte(nil), value...)
+	return nil
+}
+
+func (c memStorageClient) Delete(_ context.Context, key string) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	delete(c.m.data, key)
+	return nil
+}
+
+func (c memStorageClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	for _, op := range ops {
+		var err error
+		switch op.Type {
+		case storage.Get:
+			op.Value, err = c.Get(ctx, op.Key)
+		case storage.Set:
+			err = c.Set(ctx, op.Key, op.Value)
+		case storage.Delete:
+			err = c.Delete(ctx, op.Key)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (memStorageClient) Close(context.Context) error { return nil }
+
+type extensionsHost struct {
+	component.Host
+	exts map[component.ID]component.Component
+}
+
+func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.exts }
+
+var storageID = component.MustNewID("file_storage")
+
+// restartable starts exporters one after another on one platform and one
+// storage, the way a collector restarts.
+type restartable struct {
+	t        *testing.T
+	platform *rfttest.Server
+	storage  *memStorage
+	edit     func(*Config)
+}
+
+func newRestartable(t *testing.T, edit func(*Config)) *restartable {
+	srv := rfttest.NewServer(rfttest.Options{APIKey: testAPIKey})
+	t.Cleanup(srv.Close)
+	return &restartable{t: t, platform: srv, storage: &memStorage{data: map[string][]byte{}}, edit: edit}
+}
+
+// start is one collector process; stop it with crash (no shutdown: kill -9)
+// or shutdown.
+func (rs *restartable) start() *harness {
+	cfg := createDefaultConfig().(*Config)
+	cfg.ClientConfig.Endpoint = rs.platform.BaseURL()
+	cfg.APIKey = testAPIKey
+	cfg.FinalizeGrace = 0
+	cfg.Storage = &storageID
+	if rs.edit != nil {
+		rs.edit(cfg)
+	}
+	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: rs.storage}}
+	return newHarnessWithHost(rs.t, rs.platform, cfg, host)
+}
+
+// crash abandons an exporter as kill -9 would: nothing is shut down
+// cleanly, but its timers must not outlive the test.
+func crash(h *harness) {
+	h.exp.reg.shutdownTimersOnly()
+	h.exp.starts, h.exp.reg = 0, nil
+}
+
+func TestARestartWithStorageKeepsTheRunAndItsSampleRanges(t *testing.T) {
+	rs := newRestartable(t, nil)
+	ctx := context.Background()
+	first := rs.start()
+	require.NoError(t, first.exp.pushLogs(ctx, events(trainRun("keep"), episode(10, "a"), metricsEvent(10, map[string]float64{"loss": 1}))))
+	crash(first)
+
+	second := rs.start()
+	require.NoError(t, second.exp.pushLogs(ctx, events(trainRun("keep"), episode(10, "late"), metricsEvent(11, map[string]float64{"loss": 0.5}), runEnd("completed", ""))))
+	run := second.waitStatus(second.onlyRun().ID, rfttest.StatusCompleted)
+	assert.Len(t, rs.platform.Runs(), 1, "one run across the restart")
+	assert.Equal(t, []string{"step 10: q-a#0:0", "step 10: q-late#1:0"}, objects(t, run), "the range counter survived")
+	assert.Equal(t, map[int64]map[string]float64{10: {"loss": 1}, 11: {"loss": 0.5}}, run.Metrics)
+}
+
+func TestAReplayedBatchAfterARestartIsNotUploadedTwice(t *testing.T) {
+	rs := newRestartable(t, nil)
+	ctx := context.Background()
+	batch := events(trainRun("replay"), episode(10, "a"), episode(10, "b"))
+	first := rs.start()
+	require.NoError(t, first.exp.pushLogs(ctx, batch))
+	// The collector died before the persistent queue learnt of the
+	// success: it hands the same batch over again.
+	crash(first)
+	second := rs.start()
+	require.NoError(t, second.exp.pushLogs(ctx, batch))
+	assert.Equal(t, []string{"step 10: q-a#0:0 q-b#0:1"}, objects(t, second.onlyRun()))
+	assert.Equal(t, int64(2), second.count(metricSkipped, map[string]string{"reason": "already_delivered"}))
+}
+
+func TestAnUploadThatWasPutBeforeACrashIsOnlyConfirmedAfterTheRestart(t *testing.T) {
+	rs := newRestartable(t, nil)
+	ctx := context.Background()
+	batch := events(trainRun("resume"), episode(10, "a"))
+	first := rs.start()
+	rs.platform.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+	err := first.exp.pushLogs(ctx, batch)
+	var partial consumererror.Logs
+	require.True(t, errors.As(err, &partial))
+	crash(first)
+
+	second := rs.start()
+	require.NoError(t, second.exp.pushLogs(ctx, partial.Data()))
+	assert.Equal(t, []string{"step 10: q-a#0:0"}, objects(t, second.onlyRun()))
+	assert.Equal(t, []string{"presign", "put", "confirm", "confirm", "confirm"}, routes(rs.platform), "after the restart: the confirm alone")
+}
+
+func TestARunThatEndedBeforeACrashIsClosedOutAfterTheRestart(t *testing.T) {
+	rs := newRestartable(t, func(c *Config) { c.FinalizeGrace = time.Hour })
+	ctx := context.Background()
+	first := rs.start()
+	require.NoError(t, first.exp.pushLogs(ctx, events(trainRun("ended"), metricsEvent(1, map[string]float64{"loss": 1}), runEnd("failed", "OOM"))))
+	crash(first)
+	rs.edit = func(c *Config) { c.FinalizeGrace = 0 }
+	second := rs.start()
+	run := second.waitStatus(rs.platform.Runs()[0].ID, rfttest.StatusFailed)
+	assert.Equal(t, "OOM", run.ErrorMessage)
+}
+
+func TestAClosedRunStaysClosedAcrossARestart(t *testing.T) {
+	rs := newRestartable(t, nil)
+	ctx := context.Background()
+	first := rs.start()
+	require.NoError(t, first.exp.pushLogs(ctx, events(trainRun("done"), metricsEvent(1, map[string]float64{"loss": 1}), runEnd("completed", ""))))
+	first.waitStatus(first.onlyRun().ID, rfttest.StatusCompleted)
+	require.Eventually(t, func() bool { return first.count(metricRuns, map[string]string{"event": "closed"}) == 1 }, 5*time.Second, time.Millisecond)
+	first.shutdown()
+	first.exp.starts, first.exp.reg = 0, nil
+
+	second := rs.start()
+	before := len(rs.platform.Requests())
+	require.NoError(t, second.exp.pushMetrics(ctx, gauges(trainRun("done"), map[int64]map[string]float64{2: {"loss": 1}})))
+	assert.Len(t, rs.platform.Requests(), before)
+	assert.Equal(t, int64(1), second.count(metricRejected, map[string]string{"reason": "run_closed"}))
+}
+
+func TestWithoutStorageARestartCreatesASecondRunAndSaysSo(t *testing.T) {
+	h := newHarness(t, nil)
+	assert.Contains(t, h.logText(), "a second run")
+	assert.Contains(t, h.logText(), "random sample_id ranges")
+}
