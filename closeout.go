@@ -103,6 +103,7 @@ func (g *registry) requestEnd(r *run, end endRequest) {
 // closeOut drains the run and sends its terminal status. It runs once per
 // run: stateClosing is taken under the run's lock.
 func (g *registry) closeOut(r *run) {
+	g.awaitRetries(r)
 	r.mu.Lock()
 	if r.state >= stateClosing {
 		r.mu.Unlock()
@@ -136,7 +137,7 @@ func (g *registry) closeOut(r *run) {
 		g.logger.Warn("Run ended before it could be created on the platform; nothing to close out", zap.Stringer("run", r.ident), zap.String("status", end.status))
 		return
 	}
-	if err := g.sendEnd(ctx, r, id, end); err != nil {
+	if err := g.sendEndUntilDone(ctx, r, id, end); err != nil {
 		g.logger.Error("Could not close out run", zap.Stringer("run", r.ident), zap.String("run_id", id), zap.String("status", end.status), zap.Error(err))
 		return
 	}

@@ -1,6 +1,7 @@
 package primeexporter
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -174,6 +175,11 @@ func (rc *RunConfig) Validate() error {
 	for i, env := range rc.Environments {
 		if _, err := parseEnvironment(env); err != nil {
 			errs = append(errs, fmt.Errorf("environments[%d]: %w", i, err))
+		}
+	}
+	if rc.Config != nil {
+		if _, err := json.Marshal(rc.Config); err != nil {
+			errs = append(errs, fmt.Errorf("config cannot be sent as JSON (NaN and infinities cannot): %w", err))
 		}
 	}
 	for _, f := range []struct {

@@ -1,6 +1,7 @@
 package primeexporter
 
 import (
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,22 @@ func isPermanent(err error) bool {
 	}
 	rerr, ok := rft.AsError(err)
 	return ok && rerr.Permanent()
+}
+
+// platformDown reports a failure of the spec's retryable rows (transport
+// errors, 429, 502, 503, 504): the platform as a whole is not answering, so
+// the rest of a push would fail the same way. A 500 is not among them: it
+// may be about one request's body, and the other requests still go.
+func platformDown(err error) bool {
+	rerr, ok := rft.AsError(err)
+	if !ok {
+		return false
+	}
+	switch rerr.StatusCode {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return rerr.Class == rft.ClassTransportUnsent || rerr.Class == rft.ClassTransportAmbiguous
 }
 
 // errorClass names an error's class for log de-duplication keys.

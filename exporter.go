@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -77,6 +78,9 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 			BaseURL:    e.cfg.ClientConfig.Endpoint,
 			APIKey:     string(e.cfg.APIKey),
 			HTTPClient: httpClient,
+			// Object storage gets the same per-request timeout but none of the
+			// platform client's headers or auth (environment proxies apply).
+			PutClient: &http.Client{Timeout: e.cfg.ClientConfig.Timeout},
 			UserAgent:  "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
 		}
 		if e.tuneClient != nil {

@@ -112,16 +112,7 @@ func (s *share) createMetrics(ctx context.Context, set exporter.Settings, c comp
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewMetrics(ctx, set, cfg, e.pushMetrics,
-		exporterhelper.WithStart(e.start),
-		exporterhelper.WithShutdown(e.shutdown),
-		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
-		// The HTTP client times out each request; a push as a whole is
-		// bounded by the in-place retries.
-		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
-		exporterhelper.WithRetry(cfg.RetryConfig),
-		exporterhelper.WithQueue(cfg.QueueConfig),
-	)
+	return exporterhelper.NewMetrics(ctx, set, cfg, e.pushMetrics, helperOptions(e)...)
 }
 
 func (s *share) createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
@@ -130,12 +121,19 @@ func (s *share) createLogs(ctx context.Context, set exporter.Settings, c compone
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
+	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs, helperOptions(e)...)
+}
+
+// helperOptions wire both signals' exporterhelper to the shared exporter.
+func helperOptions(e *primeExporter) []exporterhelper.Option {
+	return []exporterhelper.Option{
 		exporterhelper.WithStart(e.start),
 		exporterhelper.WithShutdown(e.shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+		// The HTTP client times out each request; a push as a whole is
+		// bounded by the client's brief in-place retries.
 		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
-		exporterhelper.WithRetry(cfg.RetryConfig),
-		exporterhelper.WithQueue(cfg.QueueConfig),
-	)
+		exporterhelper.WithRetry(e.cfg.RetryConfig),
+		exporterhelper.WithQueue(e.cfg.QueueConfig),
+	}
 }

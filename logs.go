@@ -47,10 +47,25 @@ func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	retry := plog.NewLogs()
 	var errs []error
+	var down error // see platformDown and pushMetrics
 	for _, rl := range ld.ResourceLogs().All() {
-		if err := e.pushResourceLogs(ctx, g, rl, retry); err != nil {
-			errs = append(errs, err)
+		before := retry.ResourceLogs().Len()
+		err := down
+		if down != nil {
+			rl.CopyTo(retry.ResourceLogs().AppendEmpty())
+		} else {
+			err = e.pushResourceLogs(ctx, g, rl, retry)
 		}
+		if err != nil {
+			errs = append(errs, err)
+			if platformDown(err) {
+				down = err
+			}
+		}
+		g.markHandedBack(rl.Resource(), logResourcesFrom(retry, before))
+		// Settled only now: until this push is done with it, its data is
+		// still owed to a close-out waiting for the run's retries.
+		g.handBacks.settle(rl.Resource())
 	}
 	if len(errs) == 0 {
 		return nil
@@ -109,8 +124,11 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, g *registry, rl pl
 	if err != nil {
 		errs = append(errs, err)
 	}
-	failedEpisodes, err := e.samples.upload(ctx, l, episodes)
-	if err != nil {
+	var failedEpisodes map[recordLoc]bool
+	if len(errs) > 0 && platformDown(errs[0]) {
+		// The episodes go back unsent, as the rest of a push does.
+		failedEpisodes = episodes.locs()
+	} else if failedEpisodes, err = e.samples.upload(ctx, l, episodes); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -174,4 +192,15 @@ func logRecordCount(rl plog.ResourceLogs) int {
 		n += sl.LogRecords().Len()
 	}
 	return n
+}
+
+// locs is where every episode of the batch sits.
+func (b episodeBatch) locs() map[recordLoc]bool {
+	out := map[recordLoc]bool{}
+	for _, refs := range b {
+		for _, ref := range refs {
+			out[ref.loc] = true
+		}
+	}
+	return out
 }

@@ -123,12 +123,13 @@ func TestOnlyTheFailedStepIsHandedBackForRetryAndTheSentStepsAreNotResent(t *tes
 		1: {"loss": 0.5}, 2: {"loss": 0.4}, 3: {"loss": 0.3},
 	})
 	// Steps go in order: step 1 passes, step 2 fails on both in-place
-	// attempts, step 3 passes.
-	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{}, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+	// attempts with a 500 (about that post, not the platform: see
+	// TestOnceThePlatformIsDownTheLaterStepsGoBackUnsent), step 3 passes.
+	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{}, rfttest.Fault{Status: 500}, rfttest.Fault{Status: 500})
 
 	err := h.exp.pushMetrics(context.Background(), md)
 	require.Error(t, err)
-	assert.False(t, consumererror.IsPermanent(err), "a 503 is worth retrying")
+	assert.False(t, consumererror.IsPermanent(err), "a 500 is worth retrying")
 	var partial consumererror.Metrics
 	require.True(t, errors.As(err, &partial))
 	retry := partial.Data()

@@ -69,6 +69,12 @@ type registry struct {
 	store  runStore
 	now    func() time.Time
 
+	// pause waits between rounds of a failing close-out; nil is a real
+	// timer (tests make it instant).
+	pause func(ctx context.Context, d time.Duration) error
+	// handBacks is the data of each run waiting in the collector's retry.
+	handBacks handBacks
+
 	mu   sync.Mutex
 	runs map[string]*run
 

@@ -102,13 +102,23 @@ func (s *samplesSink) upload(ctx context.Context, l lease, b episodeBatch) (map[
 		}
 		errs = append(errs, err)
 	}
+	// Once the platform is down, the rest goes back unsent, as in sendSteps.
+	var down error
 	for _, step := range slices.Sorted(maps.Keys(b)) {
+		if down != nil {
+			fail(b[step], down)
+			continue
+		}
 		refs, err := s.undelivered(ctx, l, b[step])
 		if err != nil {
 			fail(b[step], err)
 			continue
 		}
 		for _, part := range splitBySize(refs, s.cfg.MaxObjectBytes) {
+			if down != nil {
+				fail(part, down)
+				continue
+			}
 			err := s.uploadObject(ctx, l, step, part)
 			if err == nil {
 				continue
@@ -121,6 +131,9 @@ func (s *samplesSink) upload(ctx context.Context, l lease, b episodeBatch) (map[
 				continue
 			}
 			fail(part, err)
+			if platformDown(err) {
+				down = err
+			}
 		}
 	}
 	if len(errs) == 0 {

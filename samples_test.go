@@ -230,7 +230,9 @@ func TestAFailedConfirmIsRetriedWithoutUploadingAgain(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()
 	// Both in-place attempts fail: the records go back to the collector.
-	h.platform.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+	// A 500 is about this request, so step 20 still goes (after a 503 the
+	// platform is down and it would go back unsent).
+	h.platform.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 500}, rfttest.Fault{Status: 500})
 	err := h.exp.pushLogs(ctx, events(trainRun("conf"), episode(10, "x"), episode(20, "y")))
 	require.Error(t, err)
 	var partial consumererror.Logs

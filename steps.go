@@ -30,11 +30,19 @@ func (b stepBatch) add(entries []stepmetrics.Entry) {
 // sendSteps posts the batch step by step, in step order, leaving out values
 // already sent. It returns the steps that failed in a way worth retrying and
 // the error to retry with; a step the platform refused for good is counted
-// and logged, not returned.
+// and logged, not returned. Once the platform is down (platformDown), the
+// later steps are handed back unsent: posting them would put the run's
+// steps out of order, and each would only fail after its own round of
+// in-place attempts.
 func (g *registry) sendSteps(ctx context.Context, l lease, signal string, b stepBatch) (map[int64]bool, error) {
 	var failed map[int64]bool
 	var errs []error
+	down := false
 	for _, step := range slices.Sorted(maps.Keys(b)) {
+		if down {
+			failed[step] = true
+			continue
+		}
 		values := l.r.sent.unsent(step, b[step])
 		delete(values, "step")
 		if len(values) == 0 {
@@ -50,7 +58,7 @@ func (g *registry) sendSteps(ctx context.Context, l lease, signal string, b step
 		}
 		if isPermanent(err) {
 			g.tel.post("rejected")
-			g.tel.reject(signal, "platform_rejected", len(values))
+			g.tel.reject(signal, "platform_rejected", len(values)-1) // "step" is not a value of its own
 			g.warn.Warn("post\x00"+l.id+"\x00"+errorClass(err), "The platform refused a step's metrics: they are dropped",
 				zap.String("run_id", l.id), zap.Int64("step", step), zap.Error(err))
 			continue
@@ -61,6 +69,7 @@ func (g *registry) sendSteps(ctx context.Context, l lease, signal string, b step
 		}
 		failed[step] = true
 		errs = append(errs, err)
+		down = platformDown(err)
 	}
 	if len(errs) == 0 {
 		return nil, nil

@@ -5,4 +5,10 @@
 // It is its own module so that `go test ./...` in the component does not need
 // the binaries; scripts/test.sh builds them and passes their paths in
 // PRIME_OTELCOL and PRIME_DEMOTRAINER.
+//
+// Files behind the build tag soak are not compiled in CI: the soak
+// (scripts/soak.sh — many concurrent runs through the collector on the
+// production config while a probe samples its RSS and goroutines through
+// /proc and the pprof extension) and the SIGTERM-during-an-outage test, each
+// of which takes minutes. Their sizes come from PRIME_SOAK_* variables.
 package e2e

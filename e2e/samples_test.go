@@ -15,6 +15,8 @@ import (
 // manifest is what the demo trainer says it sent (its -manifest file).
 type manifest struct {
 	Steps           int              `json:"steps"`
+	Episodes        int              `json:"episodes"`
+	EvalEpisodes    int              `json:"eval_episodes"`
 	TrainByDispatch map[string]int64 `json:"train_episodes_by_dispatch_step"`
 }
 

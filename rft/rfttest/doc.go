@@ -38,6 +38,8 @@
 // case the spec's non-replayable create must survive. A Delay is bounded:
 // it ends early when the client gives up or the server closes, and a request
 // whose delay ended early is not processed (unless it already was).
+// SetOutage answers every request of every route through one fault until
+// it is lifted: the platform is down for a while.
 //
 // # What it does not model
 //

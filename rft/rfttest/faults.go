@@ -50,9 +50,28 @@ func (s *Server) PendingFaults(route Route) int {
 	return len(s.faults[route])
 }
 
+// SetOutage makes every request of every route, object storage included,
+// answer through f until SetOutage(nil): the platform is down. Faults
+// queued with Inject wait for the outage to end, since an outage is a
+// state of the platform rather than a script of requests. The fault is
+// copied.
+func (s *Server) SetOutage(f *Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f == nil {
+		s.outage = nil
+		return
+	}
+	c := *f
+	s.outage = &c
+}
+
 func (s *Server) takeFault(route Route) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.outage != nil {
+		return *s.outage, true
+	}
 	q := s.faults[route]
 	if len(q) == 0 {
 		return Fault{}, false

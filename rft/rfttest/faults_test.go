@@ -217,3 +217,54 @@ func TestInjectPanicsOnAnUnknownRoute(t *testing.T) {
 	}()
 	s.Inject(Route("metric"), Fault{Status: 500})
 }
+
+func TestAnOutageAnswersEveryRouteUntilItIsLiftedAndKeepsTheScriptedFaultsForAfter(t *testing.T) {
+	s, c := start(t, Options{})
+	id := c.createRun()
+	// A URL minted before the outage: object storage is down too.
+	presigned := c.post("/rft/samples/presign", `{"run_id":"`+id+`","step":1}`)
+	wantStatus(t, "presign", presigned, http.StatusOK)
+	d, _ := presigned.json(t)["data"].(map[string]any)
+	putURL, _ := d["presignedUrl"].(string)
+	s.Inject(RouteMetrics, Fault{Status: 429})
+	outage := Fault{Status: 503, RetryAfter: "5"}
+	s.SetOutage(&outage)
+	outage.Status = 200 // SetOutage copied it
+
+	metrics := `{"run_id":"` + id + `","metrics":{"step":1,"loss":1}}`
+	calls := []struct {
+		name string
+		send func() response
+	}{
+		{"create", func() response { return c.post("/rft/external-runs", minimalCreate) }},
+		{"metrics", func() response { return c.post("/rft/metrics", metrics) }},
+		{"presign", func() response { return c.post("/rft/samples/presign", `{"run_id":"`+id+`","step":1}`) }},
+		{"put", func() response { return c.do(storagePut(t, putURL, "PAR1")) }},
+		{"confirm", func() response { return c.post("/rft/samples/confirm", `{"run_id":"`+id+`","step":1,"s3_key":"k"}`) }},
+		{"finalize", func() response { return c.post("/rft/finalize", `{"run_id":"`+id+`","exit_code":0}`) }},
+		{"status", func() response {
+			return c.call(http.MethodPut, "/rft/external-runs/"+id+"/status", `{"status":"failed"}`)
+		}},
+	}
+	for _, call := range calls {
+		res := call.send()
+		wantStatus(t, call.name, res, http.StatusServiceUnavailable)
+		if res.header.Get("Retry-After") != "5" {
+			t.Errorf("%s: Retry-After %q", call.name, res.header.Get("Retry-After"))
+		}
+	}
+	if n := s.PendingFaults(RouteMetrics); n != 1 {
+		t.Fatalf("%d scripted metrics faults left, want the one queued before the outage", n)
+	}
+	if runs := s.Runs(); len(runs) != 1 {
+		t.Fatalf("the outage processed a create: %d runs", len(runs))
+	}
+	if r := mustRun(t, s, id); r.MetricPosts != 0 || r.Status != StatusRunning || len(r.Objects) != 0 {
+		t.Fatalf("the outage processed a write: %+v", r)
+	}
+
+	s.SetOutage(nil)
+	wantStatus(t, "metrics, the scripted fault", c.post("/rft/metrics", metrics), http.StatusTooManyRequests)
+	wantStatus(t, "metrics", c.post("/rft/metrics", metrics), http.StatusOK)
+	wantStatus(t, "put", c.do(storagePut(t, putURL, "PAR1")), http.StatusOK)
+}

@@ -50,6 +50,7 @@ type Server struct {
 	objects  map[string]*objectState // every presigned key, by key
 	requests []Request
 	faults   map[Route][]Fault
+	outage   *Fault // answers every request while set; see SetOutage
 }
 
 // hooks are test-only observation points.

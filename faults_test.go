@@ -1,0 +1,509 @@
+package primeexporter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+
+	"github.com/primeintellect/primeexporter/rft/rfttest"
+)
+
+// The spec's retry table (rft-api.md, "Error classes and retry policy")
+// driven through the exporter, route by route: what is retried in place,
+// what a push hands back to the collector, what lands, and what is not
+// called.
+
+// retryFault is one retryable row of the table, as the network or a
+// gateway produces it.
+type retryFault struct {
+	name   string
+	script rfttest.Fault // what the fake answers; unused when refused
+	// refused: the connection is refused, so the request never left.
+	refused bool
+	// unambiguous: the failure proves the request was never processed
+	// (429, connection refused), so even create is retried in place.
+	unambiguous bool
+	// processed: the platform did the work before the answer was lost.
+	processed bool
+	// retryAfter is the server's Retry-After as a duration; approx says it
+	// was an HTTP-date, whose second granularity and the clock make it
+	// inexact.
+	retryAfter time.Duration
+	approx     bool
+}
+
+func retryFaults() []retryFault {
+	return []retryFault{
+		{name: "429 without Retry-After", script: rfttest.Fault{Status: 429}, unambiguous: true},
+		{name: "429 with Retry-After in seconds", script: rfttest.Fault{Status: 429, RetryAfter: "7"}, unambiguous: true, retryAfter: 7 * time.Second},
+		{name: "429 with Retry-After as an HTTP-date", script: rfttest.Fault{Status: 429}, unambiguous: true, retryAfter: 30 * time.Second, approx: true},
+		{name: "503", script: rfttest.Fault{Status: 503}},
+		{name: "503 with Retry-After", script: rfttest.Fault{Status: 503, RetryAfter: "3"}, retryAfter: 3 * time.Second},
+		{name: "502", script: rfttest.Fault{Status: 502}},
+		{name: "504", script: rfttest.Fault{Status: 504}},
+		{name: "502 after processing (a lost response)", script: rfttest.Fault{Status: 502, AfterProcessing: true}, processed: true},
+		{name: "connection dropped before processing", script: rfttest.Fault{DropConnection: true}},
+		{name: "connection dropped after processing", script: rfttest.Fault{DropConnection: true, AfterProcessing: true}, processed: true},
+		{name: "no answer within the client timeout", script: rfttest.Fault{Delay: faultHang}},
+		{name: "no answer within the client timeout, after processing", script: rfttest.Fault{Delay: faultHang, AfterProcessing: true}, processed: true},
+		{name: "connection refused", refused: true, unambiguous: true},
+	}
+}
+
+// arm makes the next n requests of route fail with f.
+func (f retryFault) arm(r *faultRig, route rfttest.Route, n int) {
+	if f.refused {
+		r.net.refuseNext(route, n)
+		return
+	}
+	script := f.script
+	if f.approx {
+		script.RetryAfter = time.Now().Add(f.retryAfter).UTC().Format(http.TimeFormat)
+	}
+	faults := make([]rfttest.Fault, n)
+	for i := range faults {
+		faults[i] = script
+	}
+	r.platform.Inject(route, faults...)
+}
+
+// checkWait asserts a wait the client or the push asked for: the server's
+// Retry-After when it sent one, else the first jittered backoff step.
+func (f retryFault) checkWait(t *testing.T, what string, got time.Duration, jitteredBackoff bool) {
+	t.Helper()
+	switch {
+	case f.approx:
+		assert.InDelta(t, float64(f.retryAfter), float64(got), float64(3*time.Second), "%s honours the Retry-After date", what)
+	case f.retryAfter > 0:
+		assert.Equal(t, f.retryAfter, got, "%s honours Retry-After", what)
+	case jitteredBackoff:
+		assert.True(t, got >= 500*time.Millisecond && got < 1500*time.Millisecond, "%s is 1 s jittered ×0.5–1.5, got %s", what, got)
+	default:
+		assert.Zero(t, got, "%s: no Retry-After, no throttle", what)
+	}
+}
+
+// faultRoute drives one platform route through the exporter.
+type faultRoute struct {
+	route rfttest.Route
+	// push sends data whose delivery makes the route's request.
+	push func(r *faultRig) error
+	// closeOut: the request belongs to the run's asynchronous close-out,
+	// so the push itself succeeds whatever happens to it.
+	closeOut bool
+	// landed asserts the data is on the tracked run, exactly once.
+	landed func(t *testing.T, r *faultRig)
+}
+
+var faultRunKey = trainRun("faults")
+
+func pushOneStep(r *faultRig) error {
+	return r.exp.pushMetrics(context.Background(), gauges(faultRunKey, map[int64]map[string]float64{1: {"loss": 0.5}}))
+}
+
+func pushOneEpisode(r *faultRig) error {
+	return r.exp.pushLogs(context.Background(), events(faultRunKey, episode(10, "x")))
+}
+
+// trackedRun is the platform run the exporter writes to: the last one
+// created (an earlier one can only be an orphan of a lost create answer).
+func (r *faultRig) trackedRun() rfttest.Run {
+	r.t.Helper()
+	runs := r.platform.Runs()
+	require.NotEmpty(r.t, runs, "no run on the platform")
+	return runs[len(runs)-1]
+}
+
+func oneStepLanded(t *testing.T, r *faultRig) {
+	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 0.5}}, r.trackedRun().Metrics)
+}
+
+func oneEpisodeLanded(t *testing.T, r *faultRig) {
+	assert.Equal(t, []string{"step 10: q-x#0:0"}, objects(t, r.trackedRun()), "one confirmed object with the episode once")
+}
+
+func faultRoutes() []faultRoute {
+	return []faultRoute{
+		{route: rfttest.RouteCreate, push: pushOneStep, landed: oneStepLanded},
+		{route: rfttest.RouteMetrics, push: pushOneStep, landed: oneStepLanded},
+		{route: rfttest.RoutePresign, push: pushOneEpisode, landed: oneEpisodeLanded},
+		{route: rfttest.RoutePut, push: pushOneEpisode, landed: oneEpisodeLanded},
+		{route: rfttest.RouteConfirm, push: pushOneEpisode, landed: oneEpisodeLanded},
+		{
+			route:    rfttest.RouteFinalize,
+			closeOut: true,
+			push: func(r *faultRig) error {
+				return r.exp.pushLogs(context.Background(), events(faultRunKey, runEnd("completed", "")))
+			},
+			landed: func(t *testing.T, r *faultRig) {
+				run := r.trackedRun()
+				assert.Equal(t, rfttest.StatusCompleted, run.Status)
+				assert.True(t, run.Finalized, "closed by finalize")
+				assert.Zero(t, r.calls()[rfttest.RouteStatus], "a retryable finalize failure does not fall back to the status route")
+			},
+		},
+		{
+			route:    rfttest.RouteStatus,
+			closeOut: true,
+			push: func(r *faultRig) error {
+				return r.exp.pushLogs(context.Background(), events(faultRunKey, runEnd("failed", "boom")))
+			},
+			landed: func(t *testing.T, r *faultRig) {
+				run := r.trackedRun()
+				assert.Equal(t, rfttest.StatusFailed, run.Status)
+				assert.Equal(t, "boom", run.ErrorMessage)
+			},
+		},
+	}
+}
+
+const duplicateWarning = "a duplicate, empty run may exist"
+
+func TestEveryRetryableFaultIsRetriedInPlaceExactlyWhereTheSpecAllows(t *testing.T) {
+	for _, route := range faultRoutes() {
+		for _, f := range retryFaults() {
+			t.Run(string(route.route)+"/"+f.name, func(t *testing.T) {
+				t.Parallel()
+				r := newFaultRig(t)
+				f.arm(r, route.route, 1)
+				err := route.push(r)
+				if route.closeOut {
+					r.waitCloseOut()
+				}
+				calls := r.calls()
+
+				if f.unambiguous || route.route != rfttest.RouteCreate {
+					require.NoError(t, err)
+					assert.Equal(t, 2, calls[route.route], "the failed attempt and the one that landed")
+					waits := r.inPlaceWaits()
+					require.Len(t, waits, 1, "one wait between the two attempts")
+					f.checkWait(t, "the in-place wait", waits[0], true)
+					route.landed(t, r)
+					assert.Len(t, r.platform.Runs(), 1, "exactly one run")
+					assert.NotContains(t, r.logText(), duplicateWarning)
+					return
+				}
+
+				// Create is not replayable: after an ambiguous failure it is
+				// not sent again in place; the data goes back to the
+				// collector and the next attempt creates again.
+				require.Error(t, err)
+				assert.False(t, consumererror.IsPermanent(err), "the data stays for the collector's retry")
+				var back consumererror.Metrics
+				require.True(t, errors.As(err, &back), "the push hands the data back: %v", err)
+				assert.Equal(t, 1, back.Data().DataPointCount(), "all of it: the run has no id yet")
+				f.checkWait(t, "the push's throttle", throttleOf(err), false)
+				assert.Equal(t, 1, calls[rfttest.RouteCreate], "create is not replayed after an ambiguous failure")
+				assert.Zero(t, calls[rfttest.RouteMetrics], "nothing is written for a run without an id")
+				assert.Empty(t, r.inPlaceWaits())
+				assert.Contains(t, r.logText(), duplicateWarning)
+				assert.Contains(t, r.logText(), `run=prime.run.key="faults"`, "the warning names the run identity")
+				orphans := 0
+				if f.processed {
+					orphans = 1
+				}
+				assert.Len(t, r.platform.Runs(), orphans, "a run only when the platform processed the create")
+
+				require.NoError(t, route.push(r), "the collector's retry")
+				runs := r.platform.Runs()
+				require.Len(t, runs, orphans+1)
+				if orphans == 1 {
+					assert.Zero(t, runs[0].MetricPosts, "the orphan stays empty")
+				}
+				route.landed(t, r)
+			})
+		}
+	}
+}
+
+// attemptsOf is how many times the client tries a route in place: the
+// harness's MaxAttempts for platform calls, the default 3 for object PUTs.
+func attemptsOf(route rfttest.Route) int {
+	if route == rfttest.RoutePut {
+		return 3
+	}
+	return 2
+}
+
+func TestWhenTheInPlaceAttemptsRunOutOnlyWhatFailedGoesBackToTheCollector(t *testing.T) {
+	type handBack struct {
+		route rfttest.Route
+		push  func(r *faultRig) error
+		// back asserts the handed-back data is exactly the failed part and
+		// returns the collector's retry of it.
+		back   func(t *testing.T, r *faultRig, err error) func() error
+		landed func(t *testing.T, r *faultRig)
+		calls  map[rfttest.Route]int // after the retry landed, by route, for a failing route's attempts a
+	}
+	threeSteps := func(r *faultRig) error {
+		return r.exp.pushMetrics(context.Background(), gauges(faultRunKey, map[int64]map[string]float64{
+			1: {"loss": 0.5}, 2: {"loss": 0.4}, 3: {"loss": 0.3},
+		}))
+	}
+	metricsBack := func(wantPoints int, wantStep int64) func(*testing.T, *faultRig, error) func() error {
+		return func(t *testing.T, r *faultRig, err error) func() error {
+			var back consumererror.Metrics
+			require.True(t, errors.As(err, &back), "the push hands data back: %v", err)
+			require.Equal(t, wantPoints, back.Data().DataPointCount())
+			if wantStep > 0 {
+				step, _ := back.Data().ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).Attributes().Get("prime.step")
+				assert.Equal(t, wantStep, step.Int(), "only the step that failed")
+			}
+			return func() error { return r.exp.pushMetrics(context.Background(), back.Data()) }
+		}
+	}
+	twoSteps := func(r *faultRig) error {
+		return r.exp.pushLogs(context.Background(), events(faultRunKey, episode(10, "x"), episode(20, "y")))
+	}
+	episodesBack := func(t *testing.T, r *faultRig, err error) func() error {
+		var back consumererror.Logs
+		require.True(t, errors.As(err, &back), "the push hands data back: %v", err)
+		// Step 10 failed with the platform down, so step 20 went back
+		// unsent; its object is made by the retry.
+		require.Equal(t, 2, back.Data().LogRecordCount(), "step 10's record and step 20's, unsent")
+		return func() error { return r.exp.pushLogs(context.Background(), back.Data()) }
+	}
+	episodesLanded := func(t *testing.T, r *faultRig) {
+		assert.ElementsMatch(t, []string{"step 10: q-x#0:0", "step 20: q-y#0:0"}, objects(t, r.trackedRun()), "each step once")
+	}
+	a := func(route rfttest.Route) int { return attemptsOf(route) }
+	cases := []handBack{
+		{
+			// Step 1 fails: the platform is down, so steps 2 and 3 go
+			// back unsent, keeping the run's steps in order.
+			route: rfttest.RouteMetrics, push: threeSteps, back: metricsBack(3, 0),
+			landed: func(t *testing.T, r *faultRig) {
+				assert.Equal(t, map[int64]map[string]float64{1: {"loss": 0.5}, 2: {"loss": 0.4}, 3: {"loss": 0.3}}, r.trackedRun().Metrics)
+			},
+			calls: map[rfttest.Route]int{rfttest.RouteCreate: 1, rfttest.RouteMetrics: a(rfttest.RouteMetrics) + 3},
+		},
+		{
+			route: rfttest.RoutePresign, push: twoSteps, back: episodesBack, landed: episodesLanded,
+			calls: map[rfttest.Route]int{rfttest.RouteCreate: 1, rfttest.RoutePresign: a(rfttest.RoutePresign) + 2, rfttest.RoutePut: 2, rfttest.RouteConfirm: 2},
+		},
+		{
+			// The retry reuses the presigned URL: no second presign.
+			route: rfttest.RoutePut, push: twoSteps, back: episodesBack, landed: episodesLanded,
+			calls: map[rfttest.Route]int{rfttest.RouteCreate: 1, rfttest.RoutePresign: 2, rfttest.RoutePut: a(rfttest.RoutePut) + 2, rfttest.RouteConfirm: 2},
+		},
+		{
+			// The retry only confirms: the object is never uploaded twice.
+			route: rfttest.RouteConfirm, push: twoSteps, back: episodesBack, landed: episodesLanded,
+			calls: map[rfttest.Route]int{rfttest.RouteCreate: 1, rfttest.RoutePresign: 2, rfttest.RoutePut: 2, rfttest.RouteConfirm: a(rfttest.RouteConfirm) + 2},
+		},
+	}
+	for _, c := range cases {
+		for _, f := range retryFaults() {
+			t.Run(string(c.route)+"/"+f.name, func(t *testing.T) {
+				t.Parallel()
+				r := newFaultRig(t)
+				f.arm(r, c.route, a(c.route))
+				err := c.push(r)
+				require.Error(t, err)
+				assert.False(t, consumererror.IsPermanent(err))
+				f.checkWait(t, "the push's throttle", throttleOf(err), false)
+				retry := c.back(t, r, err)
+				require.NoError(t, retry(), "the collector's retry")
+				c.landed(t, r)
+				assert.Len(t, r.platform.Runs(), 1)
+				calls := r.calls()
+				for route, want := range c.calls {
+					assert.Equal(t, want, calls[route], "%s requests", route)
+				}
+				assert.Zero(t, calls[rfttest.RouteFinalize]+calls[rfttest.RouteStatus])
+			})
+		}
+	}
+}
+
+func TestACreateRefusedUntilTheAttemptsRunOutIsHandedBackWithoutADuplicateWarning(t *testing.T) {
+	for _, f := range retryFaults() {
+		if !f.unambiguous {
+			continue // the table above: one ambiguous failure already ends the push
+		}
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			r := newFaultRig(t)
+			f.arm(r, rfttest.RouteCreate, 2)
+			err := pushOneStep(r)
+			require.Error(t, err)
+			assert.False(t, consumererror.IsPermanent(err))
+			f.checkWait(t, "the push's throttle", throttleOf(err), false)
+			var back consumererror.Metrics
+			require.True(t, errors.As(err, &back))
+			assert.Equal(t, 1, back.Data().DataPointCount())
+			assert.Empty(t, r.platform.Runs(), "the request was never processed")
+			assert.NotContains(t, r.logText(), duplicateWarning, "nothing can have been created")
+			assert.Zero(t, r.calls()[rfttest.RouteMetrics])
+
+			require.NoError(t, r.exp.pushMetrics(context.Background(), back.Data()))
+			oneStepLanded(t, r)
+			assert.Len(t, r.platform.Runs(), 1)
+		})
+	}
+}
+
+func TestACloseOutThatFailsForAWhileIsTriedAgainUntilItLands(t *testing.T) {
+	for _, route := range faultRoutes() {
+		if !route.closeOut {
+			continue
+		}
+		for _, f := range retryFaults() {
+			t.Run(string(route.route)+"/"+f.name, func(t *testing.T) {
+				t.Parallel()
+				r := newFaultRig(t)
+				// Two rounds of in-place attempts fail; the third lands.
+				f.arm(r, route.route, 4)
+				require.NoError(t, route.push(r))
+				r.waitCloseOut()
+				route.landed(t, r)
+				assert.Equal(t, 5, r.calls()[route.route])
+				assert.Contains(t, r.logText(), "Closed out run")
+				assert.NotContains(t, r.logText(), "Could not close out run")
+			})
+		}
+	}
+}
+
+// The rows of the table that are never retried: the status codes that
+// say the request itself is wrong or not allowed.
+func TestAPermanentAnswerIsNeitherRetriedInPlaceNorHandedBack(t *testing.T) {
+	type outcome struct {
+		reason string // the records_rejected reason of the dropped data; "" for a close-out
+		check  func(t *testing.T, r *faultRig, status int)
+	}
+	stillRunning := func(t *testing.T, r *faultRig, _ int) {
+		assert.Equal(t, rfttest.StatusRunning, r.trackedRun().Status, "nothing more can be done")
+		assert.Contains(t, r.logText(), "Could not close out run")
+	}
+	outcomes := map[rfttest.Route]outcome{
+		rfttest.RouteCreate: {reason: "run_refused", check: func(t *testing.T, r *faultRig, _ int) {
+			assert.Empty(t, r.platform.Runs())
+			assert.Zero(t, r.calls()[rfttest.RouteMetrics])
+		}},
+		rfttest.RouteMetrics: {reason: "platform_rejected"},
+		rfttest.RoutePresign: {reason: "upload_rejected"},
+		rfttest.RoutePut:     {reason: "upload_rejected"},
+		rfttest.RouteConfirm: {reason: "upload_rejected"},
+		rfttest.RouteFinalize: {check: func(t *testing.T, r *faultRig, status int) {
+			run := r.trackedRun()
+			if status == http.StatusUnauthorized {
+				// A bad key is bad for every call: no fallback request.
+				assert.Equal(t, rfttest.StatusRunning, run.Status)
+				assert.Zero(t, r.calls()[rfttest.RouteStatus])
+				return
+			}
+			assert.Equal(t, rfttest.StatusCompleted, run.Status, "a refused finalize falls back to the status route")
+			assert.False(t, run.Finalized)
+			assert.Equal(t, 1, r.calls()[rfttest.RouteStatus])
+		}},
+		rfttest.RouteStatus: {check: stillRunning},
+	}
+	for _, route := range faultRoutes() {
+		for _, status := range []int{400, 401, 403, 404} {
+			t.Run(string(route.route)+"/"+http.StatusText(status), func(t *testing.T) {
+				t.Parallel()
+				r := newFaultRig(t)
+				r.platform.Inject(route.route, rfttest.Fault{Status: status})
+				require.NoError(t, route.push(r), "dropped and counted, not retried")
+				if route.closeOut {
+					r.waitCloseOut()
+				}
+				assert.Equal(t, 1, r.calls()[route.route], "not retried in place")
+				assert.Empty(t, r.inPlaceWaits())
+				o := outcomes[route.route]
+				if o.reason != "" {
+					assert.Positive(t, r.count(metricRejected, map[string]string{"reason": o.reason}), "counted as %s", o.reason)
+				}
+				if o.check != nil {
+					o.check(t, r, status)
+				}
+			})
+		}
+	}
+}
+
+func TestOnceThePlatformIsDownTheLaterStepsGoBackUnsent(t *testing.T) {
+	tests := []struct {
+		name   string
+		fault  rfttest.Fault
+		posted []int64 // the steps on the platform after the push
+		back   int     // points handed back
+		// order is every metrics request's step, in arrival order,
+		// through the push and its retry.
+		order []int64
+	}{
+		{"a 503 stops the push and the steps stay in order", rfttest.Fault{Status: 503}, nil, 3, []int64{1, 1, 1, 2, 3}},
+		{"a 502 stops the push and the steps stay in order", rfttest.Fault{Status: 502}, nil, 3, []int64{1, 1, 1, 2, 3}},
+		{"a 500 is about one post: the later steps still go", rfttest.Fault{Status: 500}, []int64{2, 3}, 1, []int64{1, 1, 2, 3, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newFaultRig(t)
+			r.platform.Inject(rfttest.RouteMetrics, tt.fault, tt.fault)
+			err := r.exp.pushMetrics(context.Background(), gauges(faultRunKey, map[int64]map[string]float64{
+				1: {"loss": 0.5}, 2: {"loss": 0.4}, 3: {"loss": 0.3},
+			}))
+			var back consumererror.Metrics
+			require.ErrorAs(t, err, &back)
+			assert.Equal(t, tt.back, back.Data().DataPointCount())
+			var posted []int64
+			for step := range r.trackedRun().Metrics {
+				posted = append(posted, step)
+			}
+			assert.ElementsMatch(t, tt.posted, posted)
+
+			require.NoError(t, r.exp.pushMetrics(context.Background(), back.Data()))
+			assert.Len(t, r.trackedRun().Metrics, 3, "everything lands with the retry")
+			var order []int64
+			for _, req := range r.platform.Requests() {
+				if routeOf(req.Method, req.Path) != rfttest.RouteMetrics {
+					continue
+				}
+				var body struct {
+					Metrics map[string]float64 `json:"metrics"`
+				}
+				require.NoError(t, json.Unmarshal(req.Body, &body))
+				order = append(order, int64(body.Metrics["step"]))
+			}
+			assert.Equal(t, tt.order, order)
+		})
+	}
+}
+
+// The collector's batcher merges many requests into one push: one
+// resource per request, each with the run's next step.
+func TestOnceThePlatformIsDownTheRestOfTheBatchGoesBackUnsent(t *testing.T) {
+	t.Run("metrics", func(t *testing.T) {
+		r := newFaultRig(t)
+		md := gauges(faultRunKey, map[int64]map[string]float64{1: {"loss": 0.5}})
+		gauges(faultRunKey, map[int64]map[string]float64{2: {"loss": 0.4}}).ResourceMetrics().At(0).CopyTo(md.ResourceMetrics().AppendEmpty())
+		r.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+		var back consumererror.Metrics
+		require.ErrorAs(t, r.exp.pushMetrics(context.Background(), md), &back)
+		assert.Equal(t, 2, back.Data().DataPointCount(), "both resources come back")
+		assert.Equal(t, 2, r.calls()[rfttest.RouteMetrics], "step 2 was not posted")
+	})
+	t.Run("logs", func(t *testing.T) {
+		r := newFaultRig(t)
+		ld := events(faultRunKey, metricsEvent(10, map[string]float64{"lr": 0.1}), episode(10, "x"))
+		events(faultRunKey, episode(20, "y")).ResourceLogs().At(0).CopyTo(ld.ResourceLogs().AppendEmpty())
+		r.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+		var back consumererror.Logs
+		require.ErrorAs(t, r.exp.pushLogs(context.Background(), ld), &back)
+		assert.Equal(t, 3, back.Data().LogRecordCount(), "the event and both episodes come back")
+		assert.Zero(t, r.calls()[rfttest.RoutePresign], "no upload was tried")
+
+		require.NoError(t, r.exp.pushLogs(context.Background(), back.Data()))
+		assert.ElementsMatch(t, []string{"step 10: q-x#0:0", "step 20: q-y#0:0"}, objects(t, r.trackedRun()))
+		assert.Equal(t, map[int64]map[string]float64{10: {"lr": 0.1}}, r.trackedRun().Metrics)
+	})
+}
