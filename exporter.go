@@ -81,7 +81,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 			// Object storage gets the same per-request timeout but none of the
 			// platform client's headers or auth (environment proxies apply).
 			PutClient: &http.Client{Timeout: e.cfg.ClientConfig.Timeout},
-			UserAgent:  "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
+			UserAgent: "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
 		}
 		if e.tuneClient != nil {
 			e.tuneClient(&opts)
