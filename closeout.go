@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -132,6 +133,7 @@ func (g *registry) closeOut(r *run) {
 		r.state = stateClosed
 		r.mu.Unlock()
 		g.persist(context.WithoutCancel(ctx), r)
+		r.dropState()
 	}()
 	if id == "" {
 		g.logger.Warn("Run ended before it could be created on the platform; nothing to close out", zap.Stringer("run", r.ident), zap.String("status", end.status))
@@ -207,6 +209,17 @@ func (g *registry) closeIdle() {
 	}
 }
 
+// maxListedRuns bounds the run ids one log line lists.
+const maxListedRuns = 20
+
+// dropState drops what a closed run no longer needs; the entry itself stays,
+// so that later data for it is refused rather than starting a new run.
+func (r *run) dropState() {
+	r.sent.reset()
+	r.ranges.reset()
+	r.pending.reset()
+}
+
 // shutdownTimersOnly stops the janitor and the grace timers without
 // closing anything out: what a kill -9 leaves behind, for restart tests.
 func (g *registry) shutdownTimersOnly() {
@@ -231,14 +244,25 @@ func (g *registry) shutdown(ctx context.Context) error {
 	g.janitor.Wait()
 	g.mu.Lock()
 	var pending []*run
+	var open []string
 	for _, r := range g.runs {
 		r.mu.Lock()
-		if r.endTimer != nil && r.endTimer.Stop() {
+		switch {
+		case r.endTimer != nil && r.endTimer.Stop():
 			pending = append(pending, r)
+		case r.state == stateOpen && r.id != "":
+			open = append(open, r.id)
 		}
 		r.mu.Unlock()
 	}
 	g.mu.Unlock()
+	sort.Strings(open)
+	if len(open) > maxListedRuns {
+		open = append(open[:maxListedRuns], fmt.Sprintf("… %d more", len(open)-maxListedRuns))
+	}
+	g.logger.Info("Prime exporter shutting down: ended runs are closed out now; open runs stay open and continue after a restart",
+		zap.Int("closing_out", len(pending)), zap.Int("open_runs", len(open)), zap.Strings("open_run_ids", open),
+		zap.Bool("storage", g.cfg.Storage != nil))
 	for _, r := range pending {
 		go func() {
 			defer g.closeouts.Done()
@@ -254,7 +278,7 @@ func (g *registry) shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		g.logger.Warn("Shutdown deadline reached with run close-outs still in flight", zap.Int("ended_runs", len(pending)))
+		g.logger.Warn("Shutdown deadline reached with run close-outs still in flight; with storage they are closed out after a restart", zap.Int("ended_runs", len(pending)))
 		return ctx.Err()
 	}
 }

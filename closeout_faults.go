@@ -41,6 +41,9 @@ func (g *registry) awaitRetries(r *run) {
 		case <-g.stop:
 			t.Stop()
 			return
+		case <-g.stopping:
+			t.Stop()
+			return
 		case <-t.C:
 		}
 	}
@@ -84,12 +87,5 @@ func (g *registry) wait(ctx context.Context, d time.Duration) error {
 	if g.pause != nil {
 		return g.pause(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return sleepUnlessStopping(g.stopping)(ctx, d)
 }

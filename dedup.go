@@ -70,3 +70,10 @@ func (s *sentValues) total() int {
 	defer s.mu.Unlock()
 	return s.sent
 }
+
+// reset forgets every value, keeping the count sent.
+func (s *sentValues) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.vals, s.order, s.next = map[sentKey]float64{}, nil, 0
+}

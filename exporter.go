@@ -58,6 +58,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	}
 	var p platform
 	var guard *authGuard
+	stopping := make(chan struct{})
 	switch e.cfg.Mode {
 	case ModeDisabled:
 		e.logger.Info("Prime exporter is disabled: everything it receives is accepted and dropped")
@@ -82,6 +83,9 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 			// platform client's headers or auth (environment proxies apply).
 			PutClient: &http.Client{Timeout: e.cfg.ClientConfig.Timeout},
 			UserAgent: "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
+			// In-place backoff ends when the collector starts shutting
+			// down, so that draining the queue does not wait it out.
+			Sleep: sleepUnlessStopping(stopping),
 		}
 		if e.tuneClient != nil {
 			e.tuneClient(&opts)
@@ -104,6 +108,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	}
 	e.reg = newRegistry(e.cfg, p, store, e.logger, e.tel)
 	e.reg.auth = guard
+	e.reg.stopping = stopping
 	if err := e.reg.restore(ctx); err != nil {
 		return errors.Join(fmt.Errorf("storage: restoring runs: %w", err), store.close(ctx))
 	}
@@ -154,6 +159,28 @@ func (e *primeExporter) shutdown(ctx context.Context) error {
 		return nil
 	}
 	return errors.Join(e.reg.shutdown(ctx), e.reg.store.close(ctx))
+}
+
+// beginShutdown runs before exporterhelper drains its queue (see
+// stopNotifier): in-place waits end, so the drain ends within the
+// collector's shutdown deadline.
+func (e *primeExporter) beginShutdown() {
+	if g := e.registry(); g != nil {
+		g.beginStop()
+	}
+}
+
+// stopNotifier wraps an exporterhelper exporter so the shared exporter
+// learns of a shutdown before the helper's queue drain, which runs before
+// the helper calls the exporter's own shutdown.
+type stopNotifier struct {
+	component.Component
+	e *primeExporter
+}
+
+func (s stopNotifier) Shutdown(ctx context.Context) error {
+	s.e.beginShutdown()
+	return s.Component.Shutdown(ctx)
 }
 
 // registry is nil in disabled mode: pushes drop everything.

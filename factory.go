@@ -112,7 +112,11 @@ func (s *share) createMetrics(ctx context.Context, set exporter.Settings, c comp
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewMetrics(ctx, set, cfg, e.pushMetrics, helperOptions(e)...)
+	m, err := exporterhelper.NewMetrics(ctx, set, cfg, e.pushMetrics, helperOptions(e)...)
+	if err != nil {
+		return nil, err
+	}
+	return stoppingMetrics{m, stopNotifier{m, e}}, nil
 }
 
 func (s *share) createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
@@ -121,8 +125,28 @@ func (s *share) createLogs(ctx context.Context, set exporter.Settings, c compone
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs, helperOptions(e)...)
+	l, err := exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs, helperOptions(e)...)
+	if err != nil {
+		return nil, err
+	}
+	return stoppingLogs{l, stopNotifier{l, e}}, nil
 }
+
+// stoppingMetrics and stoppingLogs are the helpers' exporters with the
+// shutdown notice of stopNotifier.
+type stoppingMetrics struct {
+	exporter.Metrics
+	stop stopNotifier
+}
+
+func (s stoppingMetrics) Shutdown(ctx context.Context) error { return s.stop.Shutdown(ctx) }
+
+type stoppingLogs struct {
+	exporter.Logs
+	stop stopNotifier
+}
+
+func (s stoppingLogs) Shutdown(ctx context.Context) error { return s.stop.Shutdown(ctx) }
 
 // helperOptions wire both signals' exporterhelper to the shared exporter.
 func helperOptions(e *primeExporter) []exporterhelper.Option {

@@ -80,15 +80,45 @@ type registry struct {
 
 	closeouts sync.WaitGroup
 	stop      chan struct{}
+	// stopping closes when the collector begins to shut down, before
+	// exporterhelper drains its queue: from then on nothing waits in place
+	// (client backoff, close-out rounds, retries of the run's data), so the
+	// drain ends within the shutdown deadline and what is unsent stays in
+	// the persistent queue.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 	janitor   sync.WaitGroup
 }
 
 func newRegistry(cfg *Config, p platform, store runStore, logger *zap.Logger, tel *telemetry) *registry {
 	return &registry{
 		cfg: cfg, p: p, store: store, logger: logger, warn: newLogOnce(logger), tel: tel,
-		now: time.Now, runs: map[string]*run{}, stop: make(chan struct{}),
+		now: time.Now, runs: map[string]*run{}, stop: make(chan struct{}), stopping: make(chan struct{}),
 	}
 }
+
+// beginStop is the first signal of a shutdown.
+func (g *registry) beginStop() {
+	g.stoppingOnce.Do(func() { close(g.stopping) })
+}
+
+// sleep waits d unless ctx ends or the collector starts shutting down.
+func sleepUnlessStopping(stopping <-chan struct{}) func(ctx context.Context, d time.Duration) error {
+	return func(ctx context.Context, d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stopping:
+			return errStopping
+		case <-t.C:
+			return nil
+		}
+	}
+}
+
+var errStopping = errors.New("the collector is shutting down")
 
 // lease is a push's hold on a run: while any lease is out, a close-out
 // waits, so that everything received before the end is sent before it.

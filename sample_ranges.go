@@ -57,3 +57,9 @@ func (s *sampleRanges) take(step int64) int64 {
 		}
 	}
 }
+
+func (s *sampleRanges) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next, s.used = map[int64]int64{}, map[int64]rangeSet{}
+}

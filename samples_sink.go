@@ -357,6 +357,12 @@ func (p *pendingObjects) remember(fp uint64, o *pendingObject) {
 	p.objs[fp] = &c
 }
 
+func (p *pendingObjects) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.objs, p.order = nil, nil
+}
+
 func (p *pendingObjects) forget(fp uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
