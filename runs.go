@@ -87,7 +87,7 @@ type registry struct {
 	// the persistent queue.
 	stopping     chan struct{}
 	stoppingOnce sync.Once
-	janitor   sync.WaitGroup
+	janitor      sync.WaitGroup
 }
 
 func newRegistry(cfg *Config, p platform, store runStore, logger *zap.Logger, tel *telemetry) *registry {
