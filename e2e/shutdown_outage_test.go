@@ -1,5 +1,3 @@
-//go:build soak
-
 package e2e
 
 import (
@@ -23,8 +21,8 @@ import (
 const terminationGrace = 30 * time.Second
 
 // SIGTERM during a platform outage (every metrics post answered 503) with
-// one run ended and one open. Not part of CI (it can take minutes): run it
-// with go test -tags soak -run SIGTERMDuringAPlatformOutage.
+// one run ended and one open: the collector exits within an orchestrator's
+// grace, and a restart loses nothing.
 func TestSIGTERMDuringAPlatformOutageExitsWithinTheGraceAndARestartLosesNothing(t *testing.T) {
 	otelcol, trainer := binaries(t)
 	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey})
