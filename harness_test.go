@@ -2,6 +2,7 @@ package primeexporter
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -127,7 +129,7 @@ func (h *harness) count(name string, attrs map[string]string) int64 {
 	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 		match := true
 		for k, want := range attrs {
-			if got, ok := dp.Attributes.Value(attributeKey(k)); !ok || got.AsString() != want {
+			if got, ok := dp.Attributes.Value(attribute.Key(k)); !ok || got.AsString() != want {
 				match = false
 			}
 		}
@@ -146,7 +148,7 @@ func (h *harness) logText() string {
 		b.WriteString(e.Level.String() + " " + e.Message)
 		for k, v := range e.ContextMap() {
 			b.WriteString(" " + k + "=")
-			b.WriteString(strings.TrimSpace(strings.ReplaceAll(toString(v), "\n", " ")))
+			b.WriteString(strings.TrimSpace(strings.ReplaceAll(fmt.Sprint(v), "\n", " ")))
 		}
 		b.WriteString("\n")
 	}

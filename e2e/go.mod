@@ -2,7 +2,10 @@ module github.com/primeintellect/primeexporter/e2e
 
 go 1.26.0
 
-require github.com/primeintellect/primeexporter v0.0.0
+require (
+	github.com/parquet-go/parquet-go v0.32.0
+	github.com/primeintellect/primeexporter v0.0.0
+)
 
 require (
 	github.com/andybalholm/brotli v1.2.3 // indirect
@@ -10,7 +13,6 @@ require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/parquet-go/bitpack v1.0.0 // indirect
 	github.com/parquet-go/jsonlite v1.0.0 // indirect
-	github.com/parquet-go/parquet-go v0.32.0 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/twpayne/go-geom v1.6.1 // indirect
 	golang.org/x/sys v0.49.0 // indirect
