@@ -76,3 +76,20 @@ func errorClass(err error) string {
 	}
 	return "other"
 }
+
+// firstRetryError picks the error a partial retry carries: a permanent one
+// would make exporterhelper drop the retry data, so the first retryable
+// (throttling first) wins.
+func firstRetryError(errs []error) error {
+	for _, err := range errs {
+		if !consumererror.IsPermanent(err) && isThrottle(err) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if !consumererror.IsPermanent(err) {
+			return err
+		}
+	}
+	return errs[0]
+}

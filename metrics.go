@@ -85,23 +85,6 @@ func (g *registry) rejectPoints(l lease, signal string, rejected []stepmetrics.R
 	}
 }
 
-// firstRetryError picks the error a partial retry carries: a permanent one
-// would make exporterhelper drop the retry data, so the first retryable
-// (throttling first) wins.
-func firstRetryError(errs []error) error {
-	for _, err := range errs {
-		if !consumererror.IsPermanent(err) && isThrottle(err) {
-			return err
-		}
-	}
-	for _, err := range errs {
-		if !consumererror.IsPermanent(err) {
-			return err
-		}
-	}
-	return errs[0]
-}
-
 func dataPointCount(rm pmetric.ResourceMetrics) int {
 	n := 0
 	for _, sm := range rm.ScopeMetrics().All() {

@@ -213,7 +213,7 @@ func (m *memStore) markDelivered(_ context.Context, runKey string, fps []uint64)
 	return nil
 }
 
-// storageClient opens the configured extension's client for this exporter.
+// errNotStorage says the configured extension cannot store anything.
 func errNotStorage(name string) error {
 	return errors.New("storage: extension " + name + " is not a storage extension")
 }
