@@ -35,6 +35,7 @@ func TestABadKeyStopsEverySendAndReportsAPermanentErrorStatus(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.ClientConfig.Endpoint = srv.BaseURL()
 	cfg.APIKey = testAPIKey // not the platform's
+	cfg.TeamID = "team-1"
 	cfg.FinalizeTimeout = time.Second
 	h := newHarnessWithHost(t, srv, cfg, &statusHost{Host: componenttest.NewNopHost()})
 	ctx := context.Background()

@@ -158,7 +158,7 @@ func TestATenThousandRecordLogBatchWithMalformedRecordsLandsEveryGoodOneExactlyO
 			wantSkipped[b.reason] += perRun
 		}
 	}
-	assertCounts(t, h, signalLogs, wantRejected, wantSkipped)
+	assertCounts(t, h, "logs", wantRejected, wantSkipped)
 
 	// One warning per run and reason, naming the attribute or key.
 	var wantWarns []string
@@ -205,7 +205,7 @@ func TestATenThousandPointMetricsBatchWithBadPointsPostsEveryGoodOneExactlyOnce(
 		assertPostsLandOnce(t, run, posts[run.ID], want[key])
 	}
 	perRun := int64(len(runs) * pointCycles)
-	assertCounts(t, h, signalMetrics, map[string]int64{
+	assertCounts(t, h, "metrics", map[string]int64{
 		"no_step": 2 * perRun, "bad_step": 4 * perRun, "non_finite": 4 * perRun,
 		"no_identity": badResourceN, "run_refused": badResourceN,
 	}, map[string]int64{})
@@ -297,7 +297,13 @@ func pointBatch(md pmetric.Metrics, res map[string]string, cycles int) map[int64
 // runByKey is the platform run the exporter created for a run key.
 func (h *harness) runByKey(key string) rfttest.Run {
 	h.t.Helper()
-	id := h.exp.registry().lookup(identity{source: attrRunKey, value: key}).platformID()
+	// The exporter's own "Created run" line says which run a key made.
+	var id string
+	for _, e := range h.logs.FilterMessage("Created run").All() {
+		if e.ContextMap()["run"] == fmt.Sprintf("prime.run.key=%q", key) {
+			id, _ = e.ContextMap()["run_id"].(string)
+		}
+	}
 	require.NotEmpty(h.t, id, "run %s was created", key)
 	run, ok := h.platform.Run(id)
 	require.True(h.t, ok, "run %s is on the platform", id)

@@ -1,7 +1,6 @@
 package primeexporter
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
+	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -76,31 +76,13 @@ type Config struct {
 	Storage *component.ID `mapstructure:"storage"`
 }
 
-// RunConfig gives the defaults for resources that carry no identity or spec
-// of their own. A resource attribute always wins over these.
-type RunConfig struct {
-	// ID attaches every resource to this existing run (hosted launches:
-	// ${env:RUN_ID}).
-	ID string `mapstructure:"id"`
-	// Key creates one run for every resource without an identity of its own.
-	Key                string         `mapstructure:"key"`
-	Name               string         `mapstructure:"name"`
-	Model              string         `mapstructure:"model"`
-	Environments       []string       `mapstructure:"environments"`
-	MaxSteps           int64          `mapstructure:"max_steps"`
-	BatchSize          int64          `mapstructure:"batch_size"`
-	RolloutsPerExample int64          `mapstructure:"rollouts_per_example"`
-	SeqLen             int64          `mapstructure:"seq_len"`
-	Config             map[string]any `mapstructure:"config"`
-	Wandb              WandbConfig    `mapstructure:"wandb"`
-}
+// RunConfig gives the identity and spec of resources that carry none of
+// their own (run.id, run.key, run.model, …). A resource attribute always
+// wins over these.
+type RunConfig = runs.Defaults
 
 // WandbConfig links a W&B run.
-type WandbConfig struct {
-	Project string `mapstructure:"project"`
-	Entity  string `mapstructure:"entity"`
-	RunName string `mapstructure:"run_name"`
-}
+type WandbConfig = runs.Wandb
 
 // SamplesConfig shapes the episode sample tables.
 type SamplesConfig struct {
@@ -162,36 +144,6 @@ func (cfg *Config) Validate() error {
 	}
 	if err := cfg.Metrics.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("metrics: %w", err))
-	}
-	return errors.Join(errs...)
-}
-
-// Validate checks the run defaults.
-func (rc *RunConfig) Validate() error {
-	var errs []error
-	if rc.ID != "" && rc.Key != "" {
-		errs = append(errs, errors.New("id and key are mutually exclusive: id attaches to an existing run, key creates one"))
-	}
-	for i, env := range rc.Environments {
-		if _, err := parseEnvironment(env); err != nil {
-			errs = append(errs, fmt.Errorf("environments[%d]: %w", i, err))
-		}
-	}
-	if rc.Config != nil {
-		if _, err := json.Marshal(rc.Config); err != nil {
-			errs = append(errs, fmt.Errorf("config cannot be sent as JSON (NaN and infinities cannot): %w", err))
-		}
-	}
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{
-		{"max_steps", rc.MaxSteps}, {"batch_size", rc.BatchSize},
-		{"rollouts_per_example", rc.RolloutsPerExample}, {"seq_len", rc.SeqLen},
-	} {
-		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("%s must not be negative, got %d", f.name, f.v))
-		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,36 +1,37 @@
 // Package primeexporter is an OpenTelemetry Collector exporter that puts
 // reinforcement-learning training runs on the Prime Intellect platform.
 //
-// A trainer emits OTLP metrics and logs carrying prime.* resource attributes;
-// this exporter maps each resource to a platform run, sends step metrics to
-// the RFT metrics route and closes runs out. It replaces an in-process SDK,
-// so it speaks that SDK's wire contract exactly (package rft).
+// A trainer emits OTLP metrics and logs carrying prime.* resource
+// attributes; this exporter maps each resource to a platform run, sends
+// step metrics, uploads episodes as step-keyed Parquet sample tables and
+// closes runs out. It replaces an in-process SDK, so it speaks that SDK's
+// wire contract exactly (package rft).
 //
-// Design decisions:
+// This package only wires the component: config, factory, start and
+// shutdown, the push functions and self-telemetry. The work lives in
+// internal packages, each with its decisions in its package doc:
 //
-//   - One run registry per config, shared by the metrics and the logs
-//     exporter the collector builds for it, so a run's two signals share one
-//     platform run. A run is created lazily and once: concurrent first data
-//     waits for the one create.
-//   - exporterhelper replays a whole push on a retryable error, so a push
-//     hands back only what failed (consumererror.NewMetrics / NewLogs): the
-//     steps whose post failed, never the ones the platform accepted. Metrics
-//     posts are replayable (the platform merges a step's posts); a create is
-//     not, so after an ambiguous create failure the data stays queued and a
-//     warning says a duplicate, empty run may exist. Once a failure says the
-//     platform is down (a transport error, 429, 502, 503, 504), the rest of
-//     the push goes back unsent: its later steps would only fail too, and
-//     sending them would put the run's steps out of order.
+//   - internal/runs: the run lifecycle (identity → run, create once,
+//     close-out, hand-back tracking, persistence, sample_id ranges, dedup).
+//   - internal/upload: a push's episodes → internal/sampletable → objects.
+//   - internal/platform: the online and offline backends, chosen once at
+//     start, and the exporter's one retry policy.
+//   - internal/stepmetrics, internal/sampletable: pure mappings from pdata.
+//
+// Design decisions of the wiring:
+//
+//   - One exporter per config, shared by the metrics and the logs exporter
+//     the collector builds for it (the otlp receiver's pattern), so a run's
+//     two signals share one run registry and one platform run.
+//   - A push maps each resource (stepmetrics, sampletable), hands the result
+//     to the run's lease, and returns only what failed, so exporterhelper's
+//     replay of the push is safe (see internal/platform for the retry
+//     policy).
 //   - Bad input is counted and logged once per run and reason, and the rest
 //     of its batch goes on; it is never returned as a batch error.
-//   - Close-out waits out a grace period after prime.run.end (the other
-//     signal's pipeline may still be delivering), waits for the run's data
-//     still in flight or in the collector's retry (in an outage the end,
-//     which needs no request, arrives before the data it follows), then
-//     finalizes or sets the terminal status, trying again until
-//     finalize_timeout. Collector shutdown finishes requested close-outs but
-//     closes no other run: a collector restart is not the end of a training
-//     run.
-//   - Offline mode runs the same lifecycle against a local directory with the
-//     same bodies, so it doubles as the zero-account demo.
+//   - Shutdown comes in two steps: the first pipeline's shutdown notice
+//     ends every in-place wait before exporterhelper drains its queue, so
+//     the drain ends within the collector's deadline and what is unsent
+//     stays in a persistent queue; the last pipeline's shutdown finishes
+//     the close-outs trainers asked for and closes no other run.
 package primeexporter

@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"net/url"
+	"strings"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
 
+	"github.com/primeintellect/primeexporter/internal/logonce"
+	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -25,30 +29,63 @@ type primeExporter struct {
 	settings exporter.Settings
 	logger   *zap.Logger
 	tel      *telemetry
+	opts     options
 
 	// onLastShutdown removes the exporter from its factory's share, so a
 	// reload builds a fresh one.
 	onLastShutdown func()
 
-	// tuneClient lets tests make the client's in-place retries instant.
-	tuneClient func(*rft.Options)
+	// stopping closes at the first shutdown notice (see stopNotifier).
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 
-	mu      sync.Mutex
-	starts  int
-	reg     *registry
-	samples *samplesSink
+	mu     sync.Mutex
+	starts int
+	live   *backend // nil before start, and in disabled mode
 }
 
-func newPrimeExporter(cfg *Config, set exporter.Settings) (*primeExporter, error) {
+// backend is what start chose: the lifecycle, the uploader, and what to
+// release at shutdown.
+type backend struct {
+	reg       *runs.Registry
+	uploader  *upload.Uploader
+	warn      *logonce.Logger
+	closeIdle func()
+}
+
+// option is a test seam, given at construction.
+type option func(*options)
+
+type options struct {
+	client []func(*rft.Options)
+	runs   []runs.Option
+}
+
+// withClientOptions adjusts the platform client's options before it is
+// built (e.g. instant in-place retries).
+func withClientOptions(f func(*rft.Options)) option {
+	return func(o *options) { o.client = append(o.client, f) }
+}
+
+// withRunsOptions passes options to the run registry.
+func withRunsOptions(opts ...runs.Option) option {
+	return func(o *options) { o.runs = append(o.runs, opts...) }
+}
+
+func newPrimeExporter(cfg *Config, set exporter.Settings, opts ...option) (*primeExporter, error) {
 	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
-	return &primeExporter{cfg: cfg, settings: set, logger: set.Logger, tel: tel}, nil
+	e := &primeExporter{cfg: cfg, settings: set, logger: set.Logger, tel: tel, stopping: make(chan struct{})}
+	for _, o := range opts {
+		o(&e.opts)
+	}
+	return e, nil
 }
 
-// start builds the platform client once, on the first pipeline's start:
-// the HTTP client is made here because auth extensions exist only now.
+// start chooses the backends once, on the first pipeline's start: the HTTP
+// client is made here because auth extensions exist only now.
 func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -56,47 +93,36 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	if e.starts > 1 {
 		return nil
 	}
-	var p platform
-	var guard *authGuard
-	stopping := make(chan struct{})
+	warn := logonce.New(e.logger, 0)
+	rc := runs.Config{
+		Defaults: e.cfg.Run, TeamID: e.cfg.TeamID,
+		FinalizeGrace: e.cfg.FinalizeGrace, FinalizeTimeout: e.cfg.FinalizeTimeout, IdleTimeout: e.cfg.IdleTimeout,
+		RetryEnabled: e.cfg.RetryConfig.Enabled, RetryMaxElapsed: e.cfg.RetryConfig.MaxElapsedTime,
+		Persistent: e.cfg.Storage != nil,
+	}
+	deps := runs.Deps{Logger: e.logger, Warn: warn, Tel: e.tel, Stopping: e.stopping}
+	var sink platform.Objects
+	b := &backend{warn: warn, closeIdle: func() {}}
 	switch e.cfg.Mode {
 	case ModeDisabled:
 		e.logger.Info("Prime exporter is disabled: everything it receives is accepted and dropped")
 		return nil
 	case ModeOffline:
-		store, err := newOfflineStore(e.cfg.Directory, time.Now)
+		off, err := platform.NewOffline(e.cfg.Directory)
 		if err != nil {
 			return err
 		}
 		e.logger.Info("Prime exporter is offline: runs are written to a local directory", zap.String("directory", e.cfg.Directory))
-		p = store
+		deps.API, sink = off, off
+		rc.Where = func(id string) zap.Field { return zap.String("directory", platform.RunDirectory(e.cfg.Directory, id)) }
 	default:
-		httpClient, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.settings.TelemetrySettings)
+		online, err := e.onlineBackend(ctx, host)
 		if err != nil {
 			return err
 		}
-		opts := rft.Options{
-			BaseURL:    e.cfg.ClientConfig.Endpoint,
-			APIKey:     string(e.cfg.APIKey),
-			HTTPClient: httpClient,
-			// Object storage gets the same per-request timeout but none of the
-			// platform client's headers or auth (environment proxies apply).
-			PutClient: &http.Client{Timeout: e.cfg.ClientConfig.Timeout},
-			UserAgent: "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
-			// In-place backoff ends when the collector starts shutting
-			// down, so that draining the queue does not wait it out.
-			Sleep: sleepUnlessStopping(stopping),
-		}
-		if e.tuneClient != nil {
-			e.tuneClient(&opts)
-		}
-		client, err := rft.New(opts)
-		if err != nil {
-			return fmt.Errorf("endpoint: %w", err)
-		}
-		e.logger.Info("Prime exporter is online", zap.String("api", client.APIPrefix()))
-		guard = newAuthGuard(client, host, e.logger)
-		p = guard
+		deps.API, sink, deps.Refused, b.closeIdle = online, online, online.Refused, online.CloseIdleConnections
+		rc.RequireTeam = true
+		rc.Where = func(id string) zap.Field { return zap.String("dashboard", dashboardURL(e.cfg.FrontendURL, id)) }
 	}
 	if q := e.cfg.QueueConfig.Get(); q != nil && q.Batch.HasValue() && e.cfg.FinalizeGrace < q.Batch.Get().FlushTimeout {
 		e.logger.Warn("finalize_grace is shorter than sending_queue::batch::flush_timeout: data still batching when a run ends may arrive after it is closed and be refused",
@@ -106,24 +132,62 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return err
 	}
-	e.reg = newRegistry(e.cfg, p, store, e.logger, e.tel)
-	e.reg.auth = guard
-	e.reg.stopping = stopping
-	if err := e.reg.restore(ctx); err != nil {
-		return errors.Join(fmt.Errorf("storage: restoring runs: %w", err), store.close(ctx))
+	deps.Store = store
+	b.reg = runs.New(rc, deps, e.opts.runs...)
+	if err := b.reg.Restore(ctx); err != nil {
+		return errors.Join(fmt.Errorf("storage: restoring runs: %w", err), store.Close(ctx))
 	}
-	e.samples = newSamplesSink(e.reg, e.cfg.Samples)
-	e.reg.startJanitor()
+	b.uploader = upload.New(upload.Config{
+		StepInterval: e.cfg.Samples.StepInterval, MaxEpisodeBytes: e.cfg.Samples.MaxEpisodeBytes, MaxObjectBytes: e.cfg.Samples.MaxObjectBytes,
+	}, sink, e.tel, warn)
+	b.reg.Start()
+	e.live = b
 	return nil
+}
+
+// onlineBackend builds the platform client: the API client from the
+// confighttp settings (auth extensions, TLS, proxy, headers), and a bare
+// client for presigned PUTs that shares only the proxy and the timeout.
+func (e *primeExporter) onlineBackend(ctx context.Context, host component.Host) (*platform.Online, error) {
+	httpClient, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.settings.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	putClient, err := rft.NewObjectClient(e.cfg.ClientConfig.ProxyURL, e.cfg.ClientConfig.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	opts := rft.Options{
+		BaseURL:    e.cfg.ClientConfig.Endpoint,
+		APIKey:     string(e.cfg.APIKey),
+		HTTPClient: httpClient,
+		PutClient:  putClient,
+		UserAgent:  "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
+		// In-place backoff ends when the collector starts shutting down,
+		// so that draining the queue does not wait it out.
+		Sleep: runs.SleepUnless(e.stopping),
+	}
+	for _, f := range e.opts.client {
+		f(&opts)
+	}
+	client, err := rft.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint: %w", err)
+	}
+	e.logger.Info("Prime exporter is online", zap.String("api", client.APIPrefix()))
+	if e.cfg.TeamID == "" {
+		e.logger.Warn("No team_id is configured: runs whose resource has no prime.run.team_id cannot be created, and their data is rejected (reason no_team); attached runs need none")
+	}
+	return platform.NewOnline(client, host, e.logger), nil
 }
 
 // openStore opens the storage extension's client, or says plainly what a
 // restart will cost without one.
-func (e *primeExporter) openStore(ctx context.Context, host component.Host) (runStore, error) {
+func (e *primeExporter) openStore(ctx context.Context, host component.Host) (runs.Store, error) {
 	if e.cfg.Storage == nil {
 		e.logger.Info("No storage configured: a collector restart forgets the runs it served. Runs it created are created again (a second run), " +
 			"and their episode tables continue under random sample_id ranges; set storage: <storage extension> to keep them across restarts")
-		return newMemStore(), nil
+		return runs.NewMemStore(), nil
 	}
 	ext, ok := host.GetExtensions()[*e.cfg.Storage]
 	if !ok {
@@ -131,13 +195,13 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 	}
 	se, ok := ext.(storage.Extension)
 	if !ok {
-		return nil, errNotStorage(e.cfg.Storage.String())
+		return nil, fmt.Errorf("storage: extension %s is not a storage extension", e.cfg.Storage.String())
 	}
 	client, err := se.GetClient(ctx, component.KindExporter, e.settings.ID, "runs")
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
-	return newExtensionStore(client), nil
+	return runs.NewExtensionStore(client), nil
 }
 
 // shutdown lets the last pipeline finish the pending close-outs; runs that
@@ -155,19 +219,20 @@ func (e *primeExporter) shutdown(ctx context.Context) error {
 	if e.onLastShutdown != nil {
 		e.onLastShutdown()
 	}
-	if e.reg == nil {
+	b := e.live
+	e.live = nil
+	if b == nil {
 		return nil
 	}
-	return errors.Join(e.reg.shutdown(ctx), e.reg.store.close(ctx))
+	defer b.closeIdle()
+	return b.reg.Shutdown(ctx)
 }
 
 // beginShutdown runs before exporterhelper drains its queue (see
 // stopNotifier): in-place waits end, so the drain ends within the
 // collector's shutdown deadline.
 func (e *primeExporter) beginShutdown() {
-	if g := e.registry(); g != nil {
-		g.beginStop()
-	}
+	e.stoppingOnce.Do(func() { close(e.stopping) })
 }
 
 // stopNotifier wraps an exporterhelper exporter so the shared exporter
@@ -183,9 +248,15 @@ func (s stopNotifier) Shutdown(ctx context.Context) error {
 	return s.Component.Shutdown(ctx)
 }
 
-// registry is nil in disabled mode: pushes drop everything.
-func (e *primeExporter) registry() *registry {
+// backend is nil in disabled mode and after shutdown: pushes drop
+// everything.
+func (e *primeExporter) backend() *backend {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.reg
+	return e.live
+}
+
+// dashboardURL is <frontend>/dashboard/training/<run id>.
+func dashboardURL(frontend, runID string) string {
+	return strings.TrimRight(frontend, "/") + "/dashboard/training/" + url.PathEscape(runID)
 }

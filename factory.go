@@ -25,7 +25,12 @@ const (
 // share that lets the metrics and logs exporters of one config use one run
 // registry.
 func NewFactory() exporter.Factory {
-	s := &share{exporters: map[component.ID]*primeExporter{}}
+	return newFactory()
+}
+
+// newFactory is NewFactory with test seams for every exporter it builds.
+func newFactory(opts ...option) exporter.Factory {
+	s := &share{exporters: map[component.ID]*primeExporter{}, opts: opts}
 	return exporter.NewFactory(
 		metadata.Type,
 		createDefaultConfig,
@@ -81,6 +86,8 @@ func defaultQueueConfig() exporterhelper.QueueBatchConfig {
 // share hands out one primeExporter per component ID, the pattern the
 // otlp receiver uses for its signals.
 type share struct {
+	opts []option
+
 	mu        sync.Mutex
 	exporters map[component.ID]*primeExporter
 }
@@ -91,7 +98,7 @@ func (s *share) get(cfg *Config, set exporter.Settings) (*primeExporter, error) 
 	if e, ok := s.exporters[set.ID]; ok && e.cfg == cfg {
 		return e, nil
 	}
-	e, err := newPrimeExporter(cfg, set)
+	e, err := newPrimeExporter(cfg, set, s.opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,7 @@ func TestBothSignalsOfOneConfigShareOneRunThroughTheCollectorsQueue(t *testing.T
 	cfg := f.CreateDefaultConfig().(*Config)
 	cfg.ClientConfig.Endpoint = srv.BaseURL()
 	cfg.APIKey = configopaque.String(testAPIKey)
+	cfg.TeamID = "team-1"
 	cfg.FinalizeGrace = 50 * time.Millisecond
 	queue := exporterhelper.NewDefaultQueueConfig()
 	queue.NumConsumers = 4

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
+	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
@@ -52,7 +53,7 @@ func newFaultRig(t *testing.T) *faultRig {
 	cfg.FinalizeGrace = 0
 	cfg.FinalizeTimeout = 5 * time.Second
 	rig := &faultRig{net: newFaultNet(t)}
-	rig.harness = newHarnessWithHostTuned(t, srv, cfg, componenttest.NewNopHost(), func(o *rft.Options) {
+	rig.harness = newHarnessWithOptions(t, srv, cfg, componenttest.NewNopHost(), withClientOptions(func(o *rft.Options) {
 		o.MaxAttempts = 2
 		o.Sleep = rig.sleep
 		o.HTTPClient = rig.net.wrap(o.HTTPClient)
@@ -61,9 +62,7 @@ func newFaultRig(t *testing.T) *faultRig {
 		putTransport := &http.Transport{}
 		t.Cleanup(putTransport.CloseIdleConnections)
 		o.PutClient = rig.net.wrap(&http.Client{Transport: putTransport, Timeout: faultClientTimeout})
-	})
-	// Close-outs try again instantly too.
-	rig.exp.registry().pause = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	}), withRunsOptions(runs.WithPause(func(ctx context.Context, _ time.Duration) error { return ctx.Err() }))) // close-outs try again instantly too
 	return rig
 }
 

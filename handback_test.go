@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 
+	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -54,8 +55,8 @@ func TestACloseOutWaitsOnlyForItsOwnRunsRetries(t *testing.T) {
 func TestARetryThatNeverComesBackHoldsACloseOutNoLongerThanMaxElapsedTime(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixNano())
-	h := newHarness(t, func(c *Config) { c.RetryConfig.MaxElapsedTime = time.Minute })
-	h.exp.registry().now = func() time.Time { return time.Unix(0, now.Load()) }
+	h := newHarnessOpts(t, func(c *Config) { c.RetryConfig.MaxElapsedTime = time.Minute },
+		withRunsOptions(runs.WithClock(func() time.Time { return time.Unix(0, now.Load()) })))
 	ctx := context.Background()
 	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("drop"), map[int64]map[string]float64{1: {"loss": 1}})))
 	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
@@ -78,7 +79,7 @@ func TestWithoutRetryOnFailureNothingIsHandedBackToWaitFor(t *testing.T) {
 	err := h.exp.pushMetrics(ctx, gauges(trainRun("noretry"), map[int64]map[string]float64{2: {"loss": 1}}))
 	var back consumererror.Metrics
 	require.True(t, errors.As(err, &back))
-	_, tagged := back.Data().ResourceMetrics().At(0).Resource().Attributes().Get(attrHandBack)
+	_, tagged := back.Data().ResourceMetrics().At(0).Resource().Attributes().Get(runs.AttrHandBack)
 	assert.False(t, tagged, "no retry will bring it back")
 
 	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("noretry"), runEnd("completed", ""))))
@@ -95,27 +96,4 @@ func TestCollectorShutdownDoesNotWaitForRetriesItStops(t *testing.T) {
 
 	h.shutdown()
 	assert.Equal(t, rfttest.StatusCompleted, h.onlyRun().Status, "the close-out the trainer asked for is finished")
-}
-
-func TestTheHandBackLedgerForgetsDataThatCameBackOrThatExporterhelperDropped(t *testing.T) {
-	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	var h handBacks
-	first := events(trainRun("a"), plainLog("x")).ResourceLogs().At(0).Resource()
-	second := events(trainRun("a"), plainLog("y")).ResourceLogs().At(0).Resource()
-	other := events(trainRun("b"), plainLog("z")).ResourceLogs().At(0).Resource()
-	h.mark(first, "a", t0, time.Minute)
-	h.mark(second, "a", t0.Add(30*time.Second), time.Minute)
-	h.mark(other, "b", t0, time.Minute)
-	assert.Equal(t, 2, h.waiting("a", t0, time.Minute))
-
-	h.settle(first)
-	assert.Equal(t, 1, h.waiting("a", t0, time.Minute), "the first came back")
-	assert.Equal(t, 1, h.waiting("a", t0.Add(time.Minute+time.Second), time.Minute), "the second is younger than max_elapsed_time")
-	assert.Zero(t, h.waiting("a", t0.Add(2*time.Minute), time.Minute), "then exporterhelper dropped it")
-	assert.Zero(t, h.waiting("b", t0.Add(2*time.Minute), time.Minute))
-
-	h.mark(first, "a", t0, 0)
-	assert.Equal(t, 1, h.waiting("a", t0.Add(time.Hour), 0), "no max_elapsed_time: retried for ever")
-	h.settle(events(trainRun("a"), plainLog("untagged")).ResourceLogs().At(0).Resource())
-	assert.Equal(t, 1, h.waiting("a", t0, 0), "data that was never handed back settles nothing")
 }

@@ -39,11 +39,19 @@ type harness struct {
 	logs     *observer.ObservedLogs
 	tel      *componenttest.Telemetry
 	host     component.Host
+
+	stopOnce sync.Once // shutdown or abandon, once
 }
 
 // newHarness starts an online exporter against a fresh fake platform; edit
 // adjusts the config first.
 func newHarness(t *testing.T, edit func(*Config)) *harness {
+	t.Helper()
+	return newHarnessOpts(t, edit)
+}
+
+// newHarnessOpts is newHarness with more options for the exporter.
+func newHarnessOpts(t *testing.T, edit func(*Config), opts ...option) *harness {
 	t.Helper()
 	srv := rfttest.NewServer(rfttest.Options{APIKey: testAPIKey})
 	t.Cleanup(srv.Close)
@@ -56,25 +64,23 @@ func newHarness(t *testing.T, edit func(*Config)) *harness {
 	if edit != nil {
 		edit(cfg)
 	}
-	return startHarness(t, srv, cfg)
+	return newHarnessWithHost(t, srv, cfg, componenttest.NewNopHost(), opts...)
 }
 
-func startHarness(t *testing.T, srv *rfttest.Server, cfg *Config) *harness {
+// instantRetries makes the client's in-place retries instant, and two
+// attempts at most.
+func instantRetries(o *rft.Options) {
+	o.MaxAttempts = 2
+	o.Sleep = func(context.Context, time.Duration) error { return nil }
+}
+
+func newHarnessWithHost(t *testing.T, srv *rfttest.Server, cfg *Config, host component.Host, opts ...option) *harness {
 	t.Helper()
-	return newHarnessWithHost(t, srv, cfg, componenttest.NewNopHost())
+	return newHarnessWithOptions(t, srv, cfg, host, append([]option{withClientOptions(instantRetries)}, opts...)...)
 }
 
-func newHarnessWithHost(t *testing.T, srv *rfttest.Server, cfg *Config, host component.Host) *harness {
-	t.Helper()
-	return newHarnessWithHostTuned(t, srv, cfg, host, func(o *rft.Options) {
-		o.MaxAttempts = 2
-		o.Sleep = func(context.Context, time.Duration) error { return nil }
-	})
-}
-
-// newHarnessWithHostTuned is newHarnessWithHost with the client options
-// adjusted by tune before the start.
-func newHarnessWithHostTuned(t *testing.T, srv *rfttest.Server, cfg *Config, host component.Host, tune func(*rft.Options)) *harness {
+// newHarnessWithOptions starts an exporter built with opts.
+func newHarnessWithOptions(t *testing.T, srv *rfttest.Server, cfg *Config, host component.Host, opts ...option) *harness {
 	t.Helper()
 	require.NoError(t, cfg.Validate())
 	core, logs := observer.New(zapcore.DebugLevel)
@@ -83,20 +89,27 @@ func newHarnessWithHostTuned(t *testing.T, srv *rfttest.Server, cfg *Config, hos
 	set := exportertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	set.Logger = zap.New(core)
-	exp, err := newPrimeExporter(cfg, set)
+	exp, err := newPrimeExporter(cfg, set, opts...)
 	require.NoError(t, err)
-	exp.tuneClient = tune
 	require.NoError(t, exp.start(context.Background(), host))
 	h := &harness{t: t, platform: srv, exp: exp, logs: logs, tel: tel, host: host}
 	t.Cleanup(func() { h.shutdown() })
 	return h
 }
 
+// shutdown shuts the exporter down as the collector does; a second call,
+// or one after abandon, does nothing.
 func (h *harness) shutdown() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(h.t, h.exp.shutdown(ctx))
+	h.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(h.t, h.exp.shutdown(ctx))
+	})
 }
+
+// abandon leaves the exporter as kill -9 would: nothing is shut down, and
+// nothing it saved is taken back.
+func (h *harness) abandon() { h.stopOnce.Do(func() {}) }
 
 // onlyRun returns the platform's single run, failing if there is not
 // exactly one.

@@ -8,67 +8,52 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
+	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/reject"
+	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/stepmetrics"
 )
 
 // pushMetrics sends every resource's points as step posts. exporterhelper
-// replays a whole push on a retryable error, so only what failed goes back:
-// the resources whose run could not be resolved and the steps whose post
-// failed. Steps that were sent are never sent again. Once the platform is
-// down, the rest of the push goes back unsent: a batch holds many
-// resources of one run, and sending their later steps would put the run's
-// steps out of order.
+// replays a whole push on a retryable error, so only what failed goes
+// back: the resources whose run could not be resolved and the steps whose
+// post failed. Steps that were sent are never sent again. Once the
+// platform is down, the rest of the push goes back unsent: a batch holds
+// many resources of one run, and sending their later steps would put the
+// run's steps out of order.
 func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) error {
-	g := e.registry()
-	if g == nil {
+	b := e.backend()
+	if b == nil {
 		return nil
 	}
 	opts := stepmetrics.Options{StepMetric: e.cfg.Metrics.StepMetric}
 	retry := pmetric.NewMetrics()
-	var errs []error
-	var down error // see platformDown
-	for _, rm := range md.ResourceMetrics().All() {
-		before := retry.ResourceMetrics().Len()
-		err := down
-		if down != nil {
-			rm.CopyTo(retry.ResourceMetrics().AppendEmpty())
-		} else {
-			err = g.pushResourceMetrics(ctx, rm, opts, retry)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			if platformDown(err) {
-				down = err
-			}
-		}
-		g.markHandedBack(rm.Resource(), metricResourcesFrom(retry, before))
-		// Settled only now: until this push is done with it, its data is
-		// still owed to a close-out waiting for the run's retries.
-		g.handBacks.settle(rm.Resource())
-	}
+	errs := pushEach(b.reg, md.ResourceMetrics(), retry.ResourceMetrics(), func(rm pmetric.ResourceMetrics) error {
+		return e.pushResourceMetrics(ctx, b, rm, opts, retry)
+	})
 	if len(errs) == 0 {
 		return nil
 	}
-	return consumererror.NewMetrics(firstRetryError(errs), retry)
+	return consumererror.NewMetrics(platform.FirstRetryError(errs), retry)
 }
 
 // pushResourceMetrics sends one resource's steps, appending to retry what
 // failed.
-func (g *registry) pushResourceMetrics(ctx context.Context, rm pmetric.ResourceMetrics, opts stepmetrics.Options, retry pmetric.Metrics) error {
-	l, err := g.acquire(ctx, rm.Resource(), signalMetrics, dataPointCount(rm))
-	if errors.Is(err, errSkipped) {
+func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm pmetric.ResourceMetrics, opts stepmetrics.Options, retry pmetric.Metrics) error {
+	l, err := b.reg.Acquire(ctx, rm.Resource(), runs.SignalMetrics, dataPointCount(rm))
+	if errors.Is(err, runs.ErrSkipped) {
 		return nil
 	}
 	if err != nil {
 		rm.CopyTo(retry.ResourceMetrics().AppendEmpty())
 		return err
 	}
+	defer l.Release()
 	entries, rejected := stepmetrics.FromResource(rm, opts)
-	g.rejectPoints(l, signalMetrics, rejected)
-	b := stepBatch{}
-	b.add(entries)
-	failed, err := g.sendSteps(ctx, l, signalMetrics, b)
-	l.release()
+	e.rejectPoints(b, l, runs.SignalMetrics, rejected)
+	batch := runs.StepBatch{}
+	batch.Add(entries)
+	failed, err := l.PostSteps(ctx, runs.SignalMetrics, batch)
 	if err != nil {
 		stepmetrics.FilterSteps(retry, rm, opts, func(step int64) bool { return failed[step] })
 	}
@@ -77,11 +62,11 @@ func (g *registry) pushResourceMetrics(ctx context.Context, rm pmetric.ResourceM
 
 // rejectPoints counts and logs points that cannot be sent: one warning per
 // run and reason, naming the first metric; the rest go to debug.
-func (g *registry) rejectPoints(l lease, signal string, rejected []stepmetrics.Rejection) {
+func (e *primeExporter) rejectPoints(b *backend, l runs.Lease, signal string, rejected []*reject.Rejection) {
 	for _, rej := range rejected {
-		g.tel.reject(signal, rej.Reason, 1)
-		g.warn.Warn("point\x00"+l.id+"\x00"+rej.Reason, "Rejected a value that cannot be sent",
-			zap.String("run_id", l.id), zap.String("reason", rej.Reason), zap.String("metric", rej.Metric), zap.Error(rej.Err))
+		e.tel.Reject(signal, rej.Reason, 1)
+		b.warn.Warn("point\x00"+l.ID()+"\x00"+string(rej.Reason), "Rejected a value that cannot be sent",
+			zap.String("run_id", l.ID()), zap.String("reason", string(rej.Reason)), zap.String("metric", rej.Field), zap.Error(rej.Err))
 	}
 }
 

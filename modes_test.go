@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
 
+	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -30,7 +32,6 @@ func TestOfflineModeWritesTheSameLifecycleToADirectory(t *testing.T) {
 	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("off"), map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 0.5}})))
 	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("off"), runEnd("completed", ""))))
 	h.shutdown()
-	h.exp.starts, h.exp.reg = 1, nil
 	assert.Empty(t, h.platform.Requests(), "offline mode makes no request")
 
 	entries, err := os.ReadDir(dir)
@@ -39,7 +40,7 @@ func TestOfflineModeWritesTheSameLifecycleToADirectory(t *testing.T) {
 	id := entries[0].Name()
 	assert.Regexp(t, regexp.MustCompile(`^offline-[0-9a-f]{16}$`), id)
 
-	var run offlineRun
+	var run platform.RunRecord
 	raw, err := os.ReadFile(filepath.Join(dir, id, "run.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(raw, &run))
@@ -87,7 +88,7 @@ func TestACreateRefusedForTheTeamIsRememberedAndOtherRunsGoOn(t *testing.T) {
 	cfg.ClientConfig.Endpoint = srv.BaseURL()
 	cfg.APIKey = testAPIKey
 	cfg.TeamID = "good-team"
-	h := startHarness(t, srv, cfg)
+	h := newHarnessWithHost(t, srv, cfg, componenttest.NewNopHost())
 	ctx := context.Background()
 
 	banned := trainRun("banned")

@@ -102,6 +102,7 @@ func (rs *restartable) start() *harness {
 	cfg := createDefaultConfig().(*Config)
 	cfg.ClientConfig.Endpoint = rs.platform.BaseURL()
 	cfg.APIKey = testAPIKey
+	cfg.TeamID = "team-1"
 	cfg.FinalizeGrace = 0
 	cfg.Storage = &storageID
 	if rs.edit != nil {
@@ -111,12 +112,8 @@ func (rs *restartable) start() *harness {
 	return newHarnessWithHost(rs.t, rs.platform, cfg, host)
 }
 
-// crash abandons an exporter as kill -9 would: nothing is shut down
-// cleanly, but its timers must not outlive the test.
-func crash(h *harness) {
-	h.exp.reg.shutdownTimersOnly()
-	h.exp.starts, h.exp.reg = 0, nil
-}
+// crash abandons an exporter as kill -9 would: nothing is shut down.
+func crash(h *harness) { h.abandon() }
 
 func TestARestartWithStorageKeepsTheRunAndItsSampleRanges(t *testing.T) {
 	rs := newRestartable(t, nil)
@@ -185,7 +182,6 @@ func TestAClosedRunStaysClosedAcrossARestart(t *testing.T) {
 	first.waitStatus(first.onlyRun().ID, rfttest.StatusCompleted)
 	require.Eventually(t, func() bool { return first.count(metricRuns, map[string]string{"event": "closed"}) == 1 }, 5*time.Second, time.Millisecond)
 	first.shutdown()
-	first.exp.starts, first.exp.reg = 0, nil
 
 	second := rs.start()
 	before := len(rs.platform.Requests())

@@ -93,6 +93,7 @@ func TestAFullQueueRefusesNewDataAtOnceInsteadOfStallingTheTrainer(t *testing.T)
 				cfg.ClientConfig.Endpoint = p.endpoint(t, srv)
 				cfg.ClientConfig.Timeout = time.Hour // a hang is a hang
 				cfg.APIKey = configopaque.String(testAPIKey)
+				cfg.TeamID = "team-1"
 				queue := exporterhelper.NewDefaultQueueConfig()
 				queue.QueueSize = 2
 				queue.NumConsumers = 1
@@ -102,13 +103,12 @@ func TestAFullQueueRefusesNewDataAtOnceInsteadOfStallingTheTrainer(t *testing.T)
 				t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 				set := exportertest.NewNopSettings(metadata.Type)
 				set.TelemetrySettings = tel.NewTelemetrySettings()
-				s := &share{exporters: map[component.ID]*primeExporter{}}
-				exp, consume, err := sig.create(s, set, cfg)
-				require.NoError(t, err)
-				s.exporters[set.ID].tuneClient = func(o *rft.Options) {
+				s := &share{exporters: map[component.ID]*primeExporter{}, opts: []option{withClientOptions(func(o *rft.Options) {
 					o.MaxAttempts = 1
 					o.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-				}
+				})}}
+				exp, consume, err := sig.create(s, set, cfg)
+				require.NoError(t, err)
 				require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
 
 				const calls = 6

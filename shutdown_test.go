@@ -22,8 +22,9 @@ func TestAShutdownEndsThePushesWaitingInPlace(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.ClientConfig.Endpoint = srv.BaseURL()
 	cfg.APIKey = testAPIKey
+	cfg.TeamID = "team-1"
 	// Real in-place waits: only the shutdown notice may cut them short.
-	h := newHarnessWithHostTuned(t, srv, cfg, componenttest.NewNopHost(), func(o *rft.Options) { o.MaxAttempts = 5 })
+	h := newHarnessWithOptions(t, srv, cfg, componenttest.NewNopHost(), withClientOptions(func(o *rft.Options) { o.MaxAttempts = 5 }))
 	srv.Inject(rfttest.RouteCreate, rfttest.Fault{Status: 429, RetryAfter: "60"}, rfttest.Fault{Status: 429, RetryAfter: "60"})
 
 	done := make(chan error, 1)
@@ -46,7 +47,6 @@ func TestShutdownLogsWhatItLeavesOpen(t *testing.T) {
 	h := newHarness(t, nil)
 	require.NoError(t, h.exp.pushMetrics(context.Background(), gauges(trainRun("open"), map[int64]map[string]float64{1: {"loss": 1}})))
 	h.shutdown()
-	h.exp.starts, h.exp.reg = 1, nil
 	text := h.logText()
 	assert.Contains(t, text, "open runs stay open and continue after a restart")
 	assert.Contains(t, text, "open_run_ids=["+h.onlyRun().ID+"]")

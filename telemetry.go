@@ -2,14 +2,15 @@ package primeexporter
 
 import (
 	"context"
-	"sync"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/metadata"
+	"github.com/primeintellect/primeexporter/internal/reject"
+	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/upload"
 )
 
 // The counters' exported names. metadata.yaml declares them and mdatagen
@@ -23,12 +24,6 @@ const (
 	metricSampleRows    = "otelcol_exporter_prime_sample_rows_uploaded"
 	metricSampleObjects = "otelcol_exporter_prime_sample_objects_uploaded"
 	metricSampleBytes   = "otelcol_exporter_prime_sample_bytes_uploaded"
-)
-
-// Signals, as the counters' "signal" attribute.
-const (
-	signalMetrics = "metrics"
-	signalLogs    = "logs"
 )
 
 // telemetry counts loss (rejected) apart from non-loss (skipped), as the SDK
@@ -49,32 +44,32 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	return &telemetry{b: b}, nil
 }
 
-func (t *telemetry) reject(signal, reason string, n int) {
+func (t *telemetry) Reject(signal string, reason reject.Reason, n int) {
 	if n > 0 {
 		t.b.ExporterPrimeRecordsRejected.Add(context.Background(), int64(n), metric.WithAttributes(
-			attribute.String("signal", signal), attribute.String("reason", reason)))
+			attribute.String("signal", signal), attribute.String("reason", string(reason))))
 	}
 }
 
-func (t *telemetry) skip(signal, reason string, n int) {
+func (t *telemetry) Skip(signal string, reason reject.Reason, n int) {
 	if n > 0 {
 		t.b.ExporterPrimeRecordsSkipped.Add(context.Background(), int64(n), metric.WithAttributes(
-			attribute.String("signal", signal), attribute.String("reason", reason)))
+			attribute.String("signal", signal), attribute.String("reason", string(reason))))
 	}
 }
 
-func (t *telemetry) post(outcome string) {
+func (t *telemetry) Post(outcome string) {
 	t.b.ExporterPrimeMetricPosts.Add(context.Background(), 1, metric.WithAttributes(attribute.String("outcome", outcome)))
 }
 
-func (t *telemetry) runEvent(event string) {
+func (t *telemetry) RunEvent(event string) {
 	t.b.ExporterPrimeRuns.Add(context.Background(), 1, metric.WithAttributes(attribute.String("event", event)))
 }
 
 // samplesUploaded counts what reached the platform's sample table (or the
 // offline directory): rows and bytes say how much, objects how many
 // presign → PUT → confirm rounds it took.
-func (t *telemetry) samplesUploaded(rows, objects, bytes int) {
+func (t *telemetry) SamplesUploaded(rows, objects, bytes int) {
 	ctx := context.Background()
 	if rows > 0 {
 		t.b.ExporterPrimeSampleRowsUploaded.Add(ctx, int64(rows))
@@ -87,34 +82,7 @@ func (t *telemetry) samplesUploaded(rows, objects, bytes int) {
 	}
 }
 
-// maxLogOnceKeys bounds the memory of logOnce; past it every line is logged
-// at debug level instead, which is the safe side.
-const maxLogOnceKeys = 10000
-
-// logOnce keeps bad input from flooding the log: one warning per key (run
-// and reason), then debug lines.
-type logOnce struct {
-	logger *zap.Logger
-	mu     sync.Mutex
-	seen   map[string]struct{}
-}
-
-func newLogOnce(logger *zap.Logger) *logOnce {
-	return &logOnce{logger: logger, seen: map[string]struct{}{}}
-}
-
-func (l *logOnce) Warn(key, msg string, fields ...zap.Field) {
-	l.mu.Lock()
-	_, seen := l.seen[key]
-	if !seen && len(l.seen) < maxLogOnceKeys {
-		l.seen[key] = struct{}{}
-	} else {
-		seen = true
-	}
-	l.mu.Unlock()
-	if seen {
-		l.logger.Debug(msg, fields...)
-		return
-	}
-	l.logger.Warn(msg, fields...)
-}
+var (
+	_ runs.Telemetry   = (*telemetry)(nil)
+	_ upload.Telemetry = (*telemetry)(nil)
+)

@@ -28,6 +28,7 @@ func TestTLSIsVerifiedUnlessExplicitlyDisabled(t *testing.T) {
 			cfg.ClientConfig.Endpoint = tlsSrv.URL
 			cfg.ClientConfig.TLS.InsecureSkipVerify = insecure
 			cfg.APIKey = testAPIKey
+			cfg.TeamID = "team-1"
 			h := newHarnessWithHost(t, fake, cfg, componenttest.NewNopHost())
 			err := h.exp.pushMetrics(context.Background(), gauges(trainRun("tls"), map[int64]map[string]float64{1: {"loss": 1}}))
 			if insecure {

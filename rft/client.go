@@ -23,7 +23,7 @@ type Options struct {
 	BaseURL     string                                           // any spelling NormalizeBaseURL accepts
 	APIKey      string                                           // sent in both auth headers, nowhere else
 	HTTPClient  *http.Client                                     // for platform routes; nil → a default client. Copied: New turns its redirects off
-	PutClient   *http.Client                                     // for presigned PUTs; nil → a bare client. Copied: New turns its redirects off
+	PutClient   *http.Client                                     // for presigned PUTs, best from NewObjectClient; nil → NewObjectClient("", 0). Copied: New turns its redirects off
 	MaxAttempts int                                              // per platform call, 0 → 5 (the SDK's); 1 = no in-place retry
 	PutAttempts int                                              // per object PUT, 0 → 3
 	Sleep       func(ctx context.Context, d time.Duration) error // nil → a real timer honoring ctx; tests inject
@@ -77,11 +77,19 @@ func New(opts Options) (*Client, error) {
 	case !validHeaderValue(opts.UserAgent):
 		return nil, errors.New("prime: UserAgent contains control characters")
 	}
+	put := opts.PutClient
+	if put == nil {
+		// Not a zero client: that would share http.DefaultTransport, and
+		// with it CloseIdleConnections, with the rest of the process.
+		if put, err = NewObjectClient("", 0); err != nil {
+			return nil, err
+		}
+	}
 	c := &Client{
 		prefix:      prefix,
 		key:         opts.APIKey,
 		http:        withoutRedirects(opts.HTTPClient, defaultTimeout),
-		put:         withoutRedirects(opts.PutClient, defaultPutTimeout),
+		put:         withoutRedirects(put, defaultPutTimeout),
 		maxAttempts: orDefault(opts.MaxAttempts, defaultMaxAttempts),
 		putAttempts: orDefault(opts.PutAttempts, defaultPutAttempts),
 		sleep:       opts.Sleep,
@@ -115,7 +123,8 @@ func (c *Client) String() string { return "rft.Client{" + c.prefix + "}" }
 func (c *Client) GoString() string { return c.String() }
 
 // CloseIdleConnections releases the connections both HTTP clients keep
-// alive; call it at shutdown.
+// alive, the platform's and the object store's; call it at shutdown so that
+// no keep-alive connection outlives the exporter.
 func (c *Client) CloseIdleConnections() {
 	c.http.CloseIdleConnections()
 	c.put.CloseIdleConnections()

@@ -57,7 +57,18 @@
 // internal router reads one, the public router the other) and nowhere else:
 // no error string, no String() output, no redirect. Platform calls and object
 // PUTs follow no redirects, because net/http would forward x-api-key to
-// another host. Object PUTs go through a bare client without platform
-// headers, since a presigned URL carries its own credentials; its query
-// string (the signature) never appears in an error either.
+// another host.
+//
+// Object PUTs go through a client of their own (NewObjectClient), because a
+// presigned URL carries its own credentials and the store rejects others:
+// Put sets only Content-Type and User-Agent, never the platform's auth
+// headers, and the URL's query string (the signature) never appears in an
+// error either. That client reaches the store the way the platform is
+// reached, through the configured proxy_url or else the environment's
+// proxies (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), so that uploads work where
+// only a proxy gets out; it follows no redirect, because a presigned PUT
+// must go where it was signed for. Its transport is its own, cloned from
+// net/http's default for the dial, TLS and idle settings, so that
+// CloseIdleConnections at shutdown releases the store's keep-alive
+// connections along with the platform's and touches no other client's.
 package rft

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,6 +22,8 @@ const testKey = "sk-test-7Qz9-DISTINCTIVE-KEY"
 type seen struct {
 	Method string
 	Path   string // escaped, as sent
+	Host   string // the target host: a forward proxy learns it from URI
+	URI    string // the request target as sent: absolute when sent to a proxy
 	Header http.Header
 	Body   []byte
 }
@@ -39,14 +43,15 @@ type fakeServer struct {
 	*httptest.Server
 	mu   sync.Mutex
 	reqs []seen
+	open atomic.Int64 // connections the server holds, idle or busy
 }
 
 func newFakeServer(t *testing.T, respond func(n int, r seen) reply) *fakeServer {
 	t.Helper()
 	f := &fakeServer{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		s := seen{Method: r.Method, Path: r.URL.EscapedPath(), Header: r.Header.Clone(), Body: body}
+		s := seen{Method: r.Method, Path: r.URL.EscapedPath(), Host: r.Host, URI: r.RequestURI, Header: r.Header.Clone(), Body: body}
 		f.mu.Lock()
 		f.reqs = append(f.reqs, s)
 		n := len(f.reqs)
@@ -67,6 +72,15 @@ func newFakeServer(t *testing.T, respond func(n int, r seen) reply) *fakeServer 
 		w.WriteHeader(rep.status)
 		_, _ = io.WriteString(w, rep.body)
 	}))
+	f.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			f.open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			f.open.Add(-1)
+		}
+	}
+	f.Start()
 	t.Cleanup(f.Close)
 	return f
 }
@@ -88,6 +102,35 @@ func (f *fakeServer) requests() []seen {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]seen(nil), f.reqs...)
+}
+
+// assertNoPlatformHeaders checks that an object PUT carried neither auth
+// header nor the key anywhere: the presigned URL is its only credential.
+func assertNoPlatformHeaders(t *testing.T, r seen) {
+	t.Helper()
+	for _, h := range []string{"Authorization", "X-Api-Key"} {
+		if v, ok := r.Header[h]; ok {
+			t.Errorf("the PUT carried %s: %q", h, v)
+		}
+	}
+	for _, v := range r.Header {
+		if strings.Contains(strings.Join(v, ","), testKey) {
+			t.Error("the PUT carried the key in a header")
+		}
+	}
+}
+
+// waitOpenConns waits until the server holds want connections: it learns of
+// a client closing one only when its read fails, a moment later.
+func (f *fakeServer) waitOpenConns(t *testing.T, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for f.open.Load() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server holds %d connections, want %d", f.open.Load(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // sleepLog records the waits a client asked for, without waiting.

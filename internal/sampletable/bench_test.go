@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/primeintellect/primeexporter/internal/pjson"
 )
 
 // benchShape is one realistic step: rows episodes whose chat text totals
@@ -96,9 +98,7 @@ func benchRecords(s benchShape, asJSON bool) (bodies []pcommon.Value, attrs pcom
 		}
 		textBytes += stringBytes(body)
 		if asJSON {
-			var sb strings.Builder
-			writeJSON(&sb, body)
-			body = pcommon.NewValueStr(sb.String())
+			body = pcommon.NewValueStr(pjson.Encode(body))
 		}
 		bodies = append(bodies, body)
 	}

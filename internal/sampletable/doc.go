@@ -23,20 +23,26 @@
 //     serialised by the trainer already. A body or trajectory given as JSON
 //     text is sliced into spans by a small scanner, never decoded into
 //     values and encoded again: values keep their bytes, and a step costs
-//     one scan and no per-value allocation. The scanner accepts exactly what
-//     encoding/json accepts (a fuzz test holds it to that). Numbers are still
-//     read through pvalue, so JSON text and pdata follow one set of lenient
-//     rules (an int for a double, an integral double for an int).
+//     one scan and no per-value allocation. BenchmarkBodyText holds it
+//     against the straightforward encoding/json reading (the body into a map
+//     of json.RawMessage, the trajectory token by token) that gives the same
+//     text: about 5x faster on a 2 KB body and 7x on a 200 KB one, with 9
+//     allocations instead of 116 to 159 and a sixth of the bytes. The
+//     scanner accepts exactly what encoding/json accepts (a fuzz test holds
+//     it to that). Numbers are still read through pvalue, so JSON text and
+//     pdata follow one set of lenient rules (an int for a double, an
+//     integral double for an int).
 //
 //   - JSON columns (completion, trajectory, task, info, metrics, timing) hold
 //     the JSON encoding of the value, except a string that already holds a
 //     JSON object or array, which is stored as it is (no double encoding).
 //     Only objects and arrays pass: "42" as a string is stored as "\"42\"",
-//     since it was sent as a string. pdata is encoded with map keys in their
-//     stored order (the trainer's insertion order, as Python's json.dumps
-//     keeps), no HTML escaping, UTF-8 as is; NaN and ±Inf, which JSON lacks,
-//     become null, as JavaScript's JSON.stringify does, rather than losing
-//     the episode; bytes become base64 strings.
+//     since it was sent as a string. pdata is encoded by pjson, the
+//     exporter's one pdata JSON writer: map keys in their stored order (the
+//     trainer's insertion order, as Python's json.dumps keeps), no HTML
+//     escaping, UTF-8 as is; NaN and ±Inf, which JSON lacks, become null, as
+//     JavaScript's JSON.stringify does, rather than losing the episode;
+//     bytes become base64 strings.
 //
 //   - The trajectory is re-serialised, since every branch's "advantage" is
 //     set to the episode's (null when it has none), as the SDK does. The
@@ -64,9 +70,10 @@
 //     counted apart from failures, and an eval record's other columns are
 //     not checked.
 //
-//   - Rejections. A value that does not fit its column is a *Rejection with
-//     a stable Reason (the root package logs once per run and reason) and a
-//     message naming the attribute or body key and the type found, e.g.
+//   - Rejections. A value that does not fit its column is a
+//     *reject.Rejection with a stable Reason (the root package counts by it
+//     and logs once per run and reason), Field the attribute or body key,
+//     and a message naming them and the type found, e.g.
 //     `prime.episode: body key reward must be a number, got map`. Columns are
 //     checked in table order, so a record always reports the same misfit.
 //

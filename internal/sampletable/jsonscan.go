@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/primeintellect/primeexporter/internal/pjson"
 )
 
 // This file reads JSON text in place. Episodes carry megabytes of chat
 // text, usually already serialised by the trainer; slicing the text into
 // spans (instead of decoding it into values and encoding it again) keeps
 // the bytes the trainer wrote and costs one scan with no allocation.
+// BenchmarkBodyText measures what that buys over encoding/json.
 
 // maxDepth bounds nesting as encoding/json does, so a hostile record cannot
 // exhaust the stack.
@@ -120,12 +123,11 @@ func scanContainer(s string, i, depth int, closing byte) (int, bool) {
 
 func scanString(s string, i int) (int, bool) {
 	for j := i + 1; j < len(s); j++ {
-		for j+8 <= len(s) && plainText8(load8(s, j)) {
-			j += 8
-		}
-		if j >= len(s) {
+		k := pjson.IndexSpecial(s[j:])
+		if k < 0 {
 			break
 		}
+		j += k
 		switch c := s[j]; {
 		case c == '"':
 			return j + 1, true

@@ -1,12 +1,15 @@
 package sampletable
 
 import (
+	"cmp"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
+	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 // The work attributes of a prime.episode record (telemetry.md §3).
@@ -25,9 +28,10 @@ const (
 // a string holding a JSON object. ts and observed are the record's
 // timestamps; now stands in when both are unset.
 //
-// A value that does not fit its column is a *Rejection naming the attribute
-// or body key and the type found. Eval episodes and episodes with an empty
-// trajectory come back without error but have no row (Eval,
+// Every error is a *reject.Rejection (errors.AsType finds it): a value
+// that does not fit its column, its Field the attribute or body key and its
+// message naming that and the type found. Eval episodes and episodes with
+// an empty trajectory come back without error but have no row (Eval,
 // EmptyTrajectory); the caller skips them.
 func FromRecord(attrs pcommon.Map, body pcommon.Value, ts, observed pcommon.Timestamp, now time.Time) (Episode, error) {
 	ep := Episode{CreatedAt: createdAt(ts, observed, now)}
@@ -90,11 +94,8 @@ func FromRecord(attrs pcommon.Map, body pcommon.Value, ts, observed pcommon.Time
 // createdAt is the record's timestamp, else its observed timestamp, else
 // now, truncated to the column's microseconds.
 func createdAt(ts, observed pcommon.Timestamp, now time.Time) time.Time {
-	switch {
-	case ts != 0:
-		return time.UnixMicro(int64(ts / 1000)).UTC()
-	case observed != 0:
-		return time.UnixMicro(int64(observed / 1000)).UTC()
+	if t := cmp.Or(ts, observed); t != 0 {
+		return time.UnixMicro(int64(t / 1000)).UTC()
 	}
 	return time.UnixMicro(now.UnixMicro()).UTC()
 }
@@ -102,12 +103,12 @@ func createdAt(ts, observed pcommon.Timestamp, now time.Time) time.Time {
 func workStep(attrs pcommon.Map) (int64, error) {
 	v, ok := attrs.Get(attrWorkStep)
 	if !ok || v.Type() == pcommon.ValueTypeEmpty {
-		return 0, reject(ReasonNoStep, attrWorkStep, "attribute %s is missing", attrWorkStep)
+		return 0, rejection(reject.NoStep, attrWorkStep, "attribute %s is missing", attrWorkStep)
 	}
 	step, ok := pvalue.Int(v)
 	if !ok {
 		f := field{v: v}
-		return 0, reject(ReasonBadStep, attrWorkStep, "attribute %s must be an int, got %s", attrWorkStep, f.describe())
+		return 0, rejection(reject.BadStep, attrWorkStep, "attribute %s must be an int, got %s", attrWorkStep, f.describe())
 	}
 	return step, nil
 }
@@ -121,7 +122,7 @@ func workIsEval(attrs pcommon.Map) (bool, error) {
 		return s == workEval, nil
 	}
 	f := field{v: v}
-	return false, reject(ReasonBadWorkType, attrWorkType, "attribute %s must be %q or %q, got %s", attrWorkType, workTrain, workEval, f.describe())
+	return false, rejection(reject.BadWorkType, attrWorkType, "attribute %s must be %q or %q, got %s", attrWorkType, workTrain, workEval, f.describe())
 }
 
 // readScalars reads the string and number columns, in table order, so the
@@ -198,7 +199,7 @@ func readFloat(src *source, column string) (*float64, error) {
 }
 
 func misfit(f field, want string) error {
-	return reject(ReasonBadValue, f.key(), "%s must be %s, got %s", f.name(), want, f.describe())
+	return rejection(reject.BadValue, f.key(), "%s must be %s, got %s", f.name(), want, f.describe())
 }
 
 // optJSON reads a JSON text column; nil when the record has none.
@@ -228,10 +229,5 @@ func jsonText(f field) string {
 	if s, ok := pvalue.String(f.v); ok && holdsJSONContainer(s) {
 		return strings.ToValidUTF8(s, "\uFFFD")
 	}
-	var sb strings.Builder
-	if t := f.v.Type(); t == pcommon.ValueTypeMap || t == pcommon.ValueTypeSlice {
-		sb.Grow(jsonSize(f.v))
-	}
-	writeJSON(&sb, f.v)
-	return sb.String()
+	return pjson.Encode(f.v)
 }

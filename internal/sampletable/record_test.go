@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/primeintellect/primeexporter/internal/pjson"
+	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 // episodeJSON is one full episode as a trainer's body carries it.
@@ -171,79 +174,79 @@ func TestRecordsWhoseValuesDoNotFitAreRejectedNamingTheFieldAndTheType(t *testin
 		name   string
 		attrs  pcommon.Map
 		body   pcommon.Value
-		reason string
+		reason reject.Reason
 		field  string
 		msg    string
 	}{
 		{"no step", attrs(t, "prime.episode.tag", "x"), pcommon.NewValueEmpty(),
-			ReasonNoStep, "prime.work.step", "attribute prime.work.step is missing"},
+			reject.NoStep, "prime.work.step", "attribute prime.work.step is missing"},
 		{"a string step", attrs(t, "prime.work.step", "3"), pcommon.NewValueEmpty(),
-			ReasonBadStep, "prime.work.step", `attribute prime.work.step must be an int, got string "3"`},
+			reject.BadStep, "prime.work.step", `attribute prime.work.step must be an int, got string "3"`},
 		{"a fractional step", attrs(t, "prime.work.step", 1.5), pcommon.NewValueEmpty(),
-			ReasonBadStep, "prime.work.step", `attribute prime.work.step must be an int, got double 1.5`},
+			reject.BadStep, "prime.work.step", `attribute prime.work.step must be an int, got double 1.5`},
 		{"a map step", attrs(t, "prime.work.step", map[string]any{}), pcommon.NewValueEmpty(),
-			ReasonBadStep, "prime.work.step", `attribute prime.work.step must be an int, got map`},
+			reject.BadStep, "prime.work.step", `attribute prime.work.step must be an int, got map`},
 		{"an unknown work type", trainAttrs(t, 1, "prime.work.type", "test"), pcommon.NewValueEmpty(),
-			ReasonBadWorkType, "prime.work.type", `attribute prime.work.type must be "train" or "eval", got string "test"`},
+			reject.BadWorkType, "prime.work.type", `attribute prime.work.type must be "train" or "eval", got string "test"`},
 		{"an empty work type", trainAttrs(t, 1, "prime.work.type", ""), pcommon.NewValueEmpty(),
-			ReasonBadWorkType, "prime.work.type", `attribute prime.work.type must be "train" or "eval", got string ""`},
+			reject.BadWorkType, "prime.work.type", `attribute prime.work.type must be "train" or "eval", got string ""`},
 		{"a work type that is not a string", trainAttrs(t, 1, "prime.work.type", int64(1)), pcommon.NewValueEmpty(),
-			ReasonBadWorkType, "prime.work.type", `attribute prime.work.type must be "train" or "eval", got int`},
+			reject.BadWorkType, "prime.work.type", `attribute prime.work.type must be "train" or "eval", got int`},
 		{"a list body", trainAttrs(t, 1), jsonValue(t, `[{"reward":1}]`),
-			ReasonBadBody, "body", "body must be a map or a string holding a JSON object, got list"},
+			reject.BadBody, "body", "body must be a map or a string holding a JSON object, got list"},
 		{"a body that starts like JSON but does not parse", trainAttrs(t, 1), pcommon.NewValueStr(`{"reward": 1,`),
-			ReasonBadBody, "body", "body looks like a JSON object but does not parse: invalid JSON at offset 13"},
+			reject.BadBody, "body", "body looks like a JSON object but does not parse: invalid JSON at offset 13"},
 		{"a map reward", trainAttrs(t, 1), jsonValue(t, `{"reward":{"a":1},`+traj+`}`),
-			ReasonBadValue, "body.reward", "body key reward must be a number, got map"},
+			reject.BadValue, "body.reward", "body key reward must be a number, got map"},
 		{"a string reward in a JSON body", trainAttrs(t, 1), pcommon.NewValueStr(`{"reward":"0.5",` + traj + `}`),
-			ReasonBadValue, "body.reward", `body key reward must be a number, got string "0.5"`},
+			reject.BadValue, "body.reward", `body key reward must be a number, got string "0.5"`},
 		{"a map reward attribute", trainAttrs(t, 1, "prime.episode.reward", map[string]any{"a": 1}), pcommon.NewValueEmpty(),
-			ReasonBadValue, "prime.episode.reward", "attribute prime.episode.reward must be a number, got map"},
+			reject.BadValue, "prime.episode.reward", "attribute prime.episode.reward must be a number, got map"},
 		{"a bool advantage", trainAttrs(t, 1), jsonValue(t, `{"advantage":true}`),
-			ReasonBadValue, "body.advantage", "body key advantage must be a number, got bool"},
+			reject.BadValue, "body.advantage", "body key advantage must be a number, got bool"},
 		{"a fractional problem_id", trainAttrs(t, 1), jsonValue(t, `{"problem_id":2.5}`),
-			ReasonBadValue, "body.problem_id", "body key problem_id must be an int, got double 2.5"},
+			reject.BadValue, "body.problem_id", "body key problem_id must be an int, got double 2.5"},
 		{"a problem_id past 2^53", trainAttrs(t, 1), pcommon.NewValueStr(`{"problem_id":1e300}`),
-			ReasonBadValue, "body.problem_id", "body key problem_id must be an int, got double 1e+300"},
+			reject.BadValue, "body.problem_id", "body key problem_id must be an int, got double 1e+300"},
 		{"a map problem_id in a JSON body", trainAttrs(t, 1), pcommon.NewValueStr(`{"problem_id":{"id":3}}`),
-			ReasonBadValue, "body.problem_id", "body key problem_id must be an int, got map"},
+			reject.BadValue, "body.problem_id", "body key problem_id must be an int, got map"},
 		{"a string token count", trainAttrs(t, 1, "prime.episode.num_input_tokens", "12"), pcommon.NewValueEmpty(),
-			ReasonBadValue, "prime.episode.num_input_tokens", `attribute prime.episode.num_input_tokens must be an int, got string "12"`},
+			reject.BadValue, "prime.episode.num_input_tokens", `attribute prime.episode.num_input_tokens must be an int, got string "12"`},
 		{"a list output token count in a JSON body", trainAttrs(t, 1), pcommon.NewValueStr(`{"num_output_tokens":[1]}`),
-			ReasonBadValue, "body.num_output_tokens", "body key num_output_tokens must be an int, got list"},
+			reject.BadValue, "body.num_output_tokens", "body key num_output_tokens must be an int, got list"},
 		{"an int tag", trainAttrs(t, 1), jsonValue(t, `{"tag":5}`),
-			ReasonBadValue, "body.tag", "body key tag must be a string, got int"},
+			reject.BadValue, "body.tag", "body key tag must be a string, got int"},
 		{"a list prompt", trainAttrs(t, 1), jsonValue(t, `{"prompt":[{"role":"user"}]}`),
-			ReasonBadValue, "body.prompt", "body key prompt must be a string, got list"},
+			reject.BadValue, "body.prompt", "body key prompt must be a string, got list"},
 		{"a bool answer", trainAttrs(t, 1, "prime.episode.answer", true), pcommon.NewValueEmpty(),
-			ReasonBadValue, "prime.episode.answer", "attribute prime.episode.answer must be a string, got bool"},
+			reject.BadValue, "prime.episode.answer", "attribute prime.episode.answer must be a string, got bool"},
 		{"a map env_name in a JSON body", trainAttrs(t, 1), pcommon.NewValueStr(`{"env_name":{"id":"gsm8k"}}`),
-			ReasonBadValue, "body.env_name", "body key env_name must be a string, got map"},
+			reject.BadValue, "body.env_name", "body key env_name must be a string, got map"},
 		{"a map trajectory", trainAttrs(t, 1), jsonValue(t, `{"trajectory":{"messages":[]}}`),
-			ReasonBadValue, "body.trajectory", "body key trajectory must be a list of maps (or a string holding a JSON array of objects), got map"},
+			reject.BadValue, "body.trajectory", "body key trajectory must be a list of maps (or a string holding a JSON array of objects), got map"},
 		{"a map trajectory in a JSON body", trainAttrs(t, 1), pcommon.NewValueStr(`{"trajectory":{"messages":[]}}`),
-			ReasonBadValue, "body.trajectory", "body key trajectory must be a list of maps (or a string holding a JSON array of objects), got map"},
+			reject.BadValue, "body.trajectory", "body key trajectory must be a list of maps (or a string holding a JSON array of objects), got map"},
 		{"a text trajectory", trainAttrs(t, 1, "prime.episode.trajectory", "hello"), pcommon.NewValueEmpty(),
-			ReasonBadValue, "prime.episode.trajectory", `attribute prime.episode.trajectory must be a list of maps (or a string holding a JSON array of objects), got string "hello"`},
+			reject.BadValue, "prime.episode.trajectory", `attribute prime.episode.trajectory must be a list of maps (or a string holding a JSON array of objects), got string "hello"`},
 		{"a branch that is not a map", trainAttrs(t, 1), jsonValue(t, `{"trajectory":[{"a":1},1]}`),
-			ReasonBadValue, "body.trajectory", "body key trajectory[1] must be a map, got int"},
+			reject.BadValue, "body.trajectory", "body key trajectory[1] must be a map, got int"},
 		{"a branch that is not an object in a JSON body", trainAttrs(t, 1), pcommon.NewValueStr(`{"trajectory":["x"]}`),
-			ReasonBadValue, "body.trajectory", "body key trajectory[0] must be a map, got string"},
+			reject.BadValue, "body.trajectory", "body key trajectory[0] must be a map, got string"},
 		{"a trajectory string that is broken JSON", trainAttrs(t, 1, "prime.episode.trajectory", `[{"a":1}`), pcommon.NewValueEmpty(),
-			ReasonBadValue, "prime.episode.trajectory", "attribute prime.episode.trajectory holds invalid JSON: invalid JSON at offset 8"},
+			reject.BadValue, "prime.episode.trajectory", "attribute prime.episode.trajectory holds invalid JSON: invalid JSON at offset 8"},
 		{"a last branch whose token count is a string", trainAttrs(t, 1),
 			jsonValue(t, `{"trajectory":[{"num_input_tokens":1},{"num_input_tokens":"ten"}]}`),
-			ReasonBadValue, "body.trajectory", `body key trajectory[1].num_input_tokens must be an int, got string "ten"`},
+			reject.BadValue, "body.trajectory", `body key trajectory[1].num_input_tokens must be an int, got string "ten"`},
 		{"a last branch whose token count is fractional, in a JSON body", trainAttrs(t, 1),
 			pcommon.NewValueStr(`{"trajectory":[{"num_output_tokens":1.5}]}`),
-			ReasonBadValue, "body.trajectory", "body key trajectory[0].num_output_tokens must be an int, got double 1.5"},
+			reject.BadValue, "body.trajectory", "body key trajectory[0].num_output_tokens must be an int, got double 1.5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ep, err := fromRecord(t, tt.attrs, tt.body)
-			var rej *Rejection
-			if !errors.As(err, &rej) {
-				t.Fatalf("got %v (%s), want a *Rejection", err, render(ep))
+			rej, ok := errors.AsType[*reject.Rejection](err)
+			if !ok {
+				t.Fatalf("got %v (%s), want a *reject.Rejection", err, render(ep))
 			}
 			if rej.Reason != tt.reason || rej.Field != tt.field || err.Error() != "prime.episode: "+tt.msg {
 				t.Fatalf("got reason %q field %q %q\nwant reason %q field %q %q", rej.Reason, rej.Field, err, tt.reason, tt.field, "prime.episode: "+tt.msg)
@@ -406,7 +409,7 @@ func TestEvalWorkHasNoRowSoItsColumnsAreNotRead(t *testing.T) {
 // quoteJSON is s as a JSON string literal.
 func quoteJSON(s string) string {
 	var sb strings.Builder
-	writeString(&sb, s)
+	pjson.WriteString(&sb, s)
 	return sb.String()
 }
 

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/primeintellect/primeexporter/internal/pvalue"
+	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 // attrPrefix: attribute prime.episode.<column> gives a column, ahead of the
@@ -15,6 +16,12 @@ const attrPrefix = "prime.episode."
 
 // bodyField names the body itself in rejections.
 const bodyField = "body"
+
+// rejection is a record that cannot become a row. Its message starts with
+// the event name, as every prime.episode message users see does.
+func rejection(reason reject.Reason, field, format string, args ...any) *reject.Rejection {
+	return reject.New(reason, field, "prime.episode: "+format, args...)
+}
 
 // field is one column's value as the record gives it.
 type field struct {
@@ -27,7 +34,7 @@ type field struct {
 	raw string
 }
 
-// key is the attribute or body key concerned, for Rejection.Field.
+// key is the attribute or body key concerned, for reject.Rejection.Field.
 func (f field) key() string {
 	if f.fromAttr {
 		return attrPrefix + f.column
@@ -153,10 +160,10 @@ func newSource(attrs pcommon.Map, body pcommon.Value) (source, error) {
 			return nil
 		})
 		if err != nil {
-			return source{}, reject(ReasonBadBody, bodyField, "body looks like a JSON object but does not parse: %v", err)
+			return source{}, rejection(reject.BadBody, bodyField, "body looks like a JSON object but does not parse: %v", err)
 		}
 	default:
-		return source{}, reject(ReasonBadBody, bodyField, "body must be a map or a string holding a JSON object, got %s", pvalue.TypeName(body))
+		return source{}, rejection(reject.BadBody, bodyField, "body must be a map or a string holding a JSON object, got %s", pvalue.TypeName(body))
 	}
 	return src, nil
 }

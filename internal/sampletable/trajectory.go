@@ -6,7 +6,9 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
+	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 // Keys of a trajectory branch that the row reads or sets.
@@ -44,7 +46,7 @@ func (b branchTail) tokens(traj field, v optField, key string) (*int64, error) {
 	if n, ok := v.int(); ok {
 		return &n, nil
 	}
-	return nil, reject(ReasonBadValue, traj.key(), "%s[%d].%s must be an int, got %s", traj.name(), b.index, key, v.describe())
+	return nil, rejection(reject.BadValue, traj.key(), "%s[%d].%s must be an int, got %s", traj.name(), b.index, key, v.describe())
 }
 
 // tailKey tells the branch keys a branchTail keeps.
@@ -73,7 +75,7 @@ func buildTrajectory(f field, advantage *float64) (trajectory, error) {
 	adv := "null"
 	if advantage != nil {
 		var scratch [32]byte
-		adv = string(appendFloat(scratch[:0], *advantage))
+		adv = string(pjson.AppendFloat(scratch[:0], *advantage))
 	}
 	switch {
 	case f.raw != "" && f.raw[0] == '[':
@@ -84,11 +86,24 @@ func buildTrajectory(f field, advantage *float64) (trajectory, error) {
 	if s, ok := f.str(); ok && firstNonSpace(s) == '[' {
 		return textTrajectory(f, strings.ToValidUTF8(s, "\uFFFD"), adv)
 	}
-	return trajectory{}, reject(ReasonBadValue, f.key(), "%s must be a list of maps (or a string holding a JSON array of objects), got %s", f.name(), f.describe())
+	return trajectory{}, rejection(reject.BadValue, f.key(), "%s must be a list of maps (or a string holding a JSON array of objects), got %s", f.name(), f.describe())
+}
+
+// endBranch closes a branch of n members, adding the advantage last when
+// the branch had none of its own.
+func endBranch(sb *strings.Builder, n int, seen bool, adv string) {
+	if !seen {
+		if n > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`"` + branchAdvantage + `":`)
+		sb.WriteString(adv)
+	}
+	sb.WriteByte('}')
 }
 
 func notABranch(f field, i int, kind string) error {
-	return reject(ReasonBadValue, f.key(), "%s[%d] must be a map, got %s", f.name(), i, kind)
+	return rejection(reject.BadValue, f.key(), "%s[%d] must be a map, got %s", f.name(), i, kind)
 }
 
 func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, error) {
@@ -97,7 +112,7 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 		return t, nil
 	}
 	var sb strings.Builder
-	sb.Grow(jsonSize(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4))
+	sb.Grow(pjson.Size(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4))
 	sb.WriteByte('[')
 	for i := 0; i < branches.Len(); i++ {
 		b := branches.At(i)
@@ -117,24 +132,17 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 				sb.WriteByte(',')
 			}
 			n++
-			writeString(&sb, k)
+			pjson.WriteString(&sb, k)
 			sb.WriteByte(':')
 			if k == branchAdvantage {
 				seen = true
 				sb.WriteString(adv)
 			} else {
-				writeJSON(&sb, v)
+				pjson.Write(&sb, v)
 			}
 			return true
 		})
-		if !seen {
-			if n > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteString(`"` + branchAdvantage + `":`)
-			sb.WriteString(adv)
-		}
-		sb.WriteByte('}')
+		endBranch(&sb, n, seen, adv)
 	}
 	sb.WriteByte(']')
 	t.text = sb.String()
@@ -194,19 +202,11 @@ func textTrajectory(f field, text, adv string) (trajectory, error) {
 		if err != nil {
 			return end, err
 		}
-		if !seen {
-			if n > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteString(`"` + branchAdvantage + `":`)
-			sb.WriteString(adv)
-		}
-		sb.WriteByte('}')
+		endBranch(&sb, n, seen, adv)
 		return end, nil
 	})
-	var se *syntaxError
-	if errors.As(err, &se) {
-		return trajectory{}, reject(ReasonBadValue, f.key(), "%s holds invalid JSON: %v", f.name(), err)
+	if _, ok := errors.AsType[*syntaxError](err); ok {
+		return trajectory{}, rejection(reject.BadValue, f.key(), "%s holds invalid JSON: %v", f.name(), err)
 	}
 	if err != nil {
 		return trajectory{}, err

@@ -27,8 +27,16 @@
 //     at a glance; it is deterministic, and escaping `\ , = { }` in keys and
 //     values makes it injective: distinct attribute sets never collide.
 //     Values take their plain form: strings as is, doubles shortest
-//     round-trip, lists and maps compact JSON, bytes standard base64 (what
-//     JSON itself gives bytes), an empty value "".
+//     round-trip, bytes standard base64 (what JSON itself gives bytes), an
+//     empty value "". Lists and maps are compact JSON written by pjson, the
+//     exporter's one pdata JSON writer, with map keys sorted so a series
+//     keeps its key whatever order a producer put them in; NaN and ±Inf
+//     inside them are null, as everywhere the exporter writes JSON (JSON has
+//     no NaN, and the point is not lost over an attribute).
+//
+//   - Rejections are *reject.Rejection values, Field naming the metric (the
+//     entry key for a non-finite value, the key or attribute for an event),
+//     so the root package counts and logs them like every other loss.
 //
 //   - Derived values. Histograms and summaries are not scalars. count, sum,
 //     min and max are taken as recorded; mean = sum/count is derived because

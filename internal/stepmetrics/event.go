@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/primeintellect/primeexporter/internal/pvalue"
+	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 // bodyKey names the record body in rejections.
@@ -27,20 +28,21 @@ const bodyKey = "body"
 // Each value is read leniently (an int is a number). A value that is not a
 // number is a bad_value rejection of its own; the event's other values still
 // count. Keys are taken as given, with no attribute folding: an event has no
-// data-point attributes.
-func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected []Rejection) {
+// data-point attributes. A rejection's Field is the key, attribute or
+// "body" concerned.
+func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected []*reject.Rejection) {
 	sv, ok := attrs.Get(stepAttribute)
 	if !ok {
-		return nil, []Rejection{reject(ReasonNoStep, stepAttribute, "prime.metrics event has no %s attribute", stepAttribute)}
+		return nil, []*reject.Rejection{reject.New(reject.NoStep, stepAttribute, "prime.metrics event has no %s attribute", stepAttribute)}
 	}
 	step, ok := pvalue.Int(sv)
 	if !ok {
-		return nil, []Rejection{reject(ReasonBadStep, stepAttribute, "prime.metrics event: attribute %s must be an int, got %s", stepAttribute, describe(sv))}
+		return nil, []*reject.Rejection{reject.New(reject.BadStep, stepAttribute, "prime.metrics event: attribute %s must be an int, got %s", stepAttribute, describe(sv))}
 	}
 
 	values, fromBody, bodyErr := bodyValues(body)
 	if bodyErr != nil {
-		rejected = append(rejected, reject(ReasonBadValue, bodyKey, "prime.metrics event: body looks like a JSON object but does not parse: %v", bodyErr))
+		rejected = append(rejected, reject.New(reject.BadValue, bodyKey, "prime.metrics event: body looks like a JSON object but does not parse: %v", bodyErr))
 	}
 	if !fromBody {
 		values = attrs
@@ -54,7 +56,7 @@ func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected
 		f, ok := pvalue.Float(v)
 		switch {
 		case !ok:
-			rejected = append(rejected, reject(ReasonBadValue, k, "prime.metrics event: value of %q must be a number, got %s", k, pvalue.TypeName(v)))
+			rejected = append(rejected, reject.New(reject.BadValue, k, "prime.metrics event: value of %q must be a number, got %s", k, pvalue.TypeName(v)))
 		case math.IsNaN(f) || math.IsInf(f, 0):
 			rejected = append(rejected, nonFinite(k, f))
 		default:
@@ -63,7 +65,7 @@ func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected
 		return true
 	})
 	if candidates == 0 && len(rejected) == 0 {
-		rejected = append(rejected, reject(ReasonNoValues, "prime.metrics", "prime.metrics event for step %d carries no values", step))
+		rejected = append(rejected, reject.New(reject.NoValues, "prime.metrics", "prime.metrics event for step %d carries no values", step))
 	}
 	return entries, rejected
 }

@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 // FuzzFromResource feeds arbitrary OTLP metrics through the mapping: it must
@@ -47,7 +49,7 @@ func checkResource(t *testing.T, rm pmetric.ResourceMetrics, opts Options) {
 	}
 	for _, r := range rejected {
 		switch r.Reason {
-		case ReasonNoStep, ReasonBadStep, ReasonNonFinite:
+		case reject.NoStep, reject.BadStep, reject.NonFinite:
 		default:
 			t.Fatalf("unexpected rejection reason %q", r.Reason)
 		}

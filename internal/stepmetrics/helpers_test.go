@@ -8,6 +8,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 func defaultOptions() Options { return Options{StepMetric: "step"} }
@@ -81,18 +83,22 @@ func num(t testing.TB, dps pmetric.NumberDataPointSlice, v int64, ts uint64, kv 
 	return dp
 }
 
-// rejection is a Rejection with its message as text, to compare exactly.
-type rejection struct{ Reason, Metric, Msg string }
+// rejection is a reject.Rejection with its message as text, to compare
+// exactly.
+type rejection struct {
+	Reason     reject.Reason
+	Field, Msg string
+}
 
-func texts(rs []Rejection) []rejection {
+func texts(rs []*reject.Rejection) []rejection {
 	var out []rejection
 	for _, r := range rs {
-		out = append(out, rejection{r.Reason, r.Metric, r.Err.Error()})
+		out = append(out, rejection{r.Reason, r.Field, r.Error()})
 	}
 	return out
 }
 
-func assertMapping(t *testing.T, gotE []Entry, gotR []Rejection, wantE []Entry, wantR []rejection) {
+func assertMapping(t *testing.T, gotE []Entry, gotR []*reject.Rejection, wantE []Entry, wantR []rejection) {
 	t.Helper()
 	if !reflect.DeepEqual(wantE, gotE) {
 		t.Errorf("entries:\n got %s\nwant %s", lines(gotE), lines(wantE))

@@ -1,15 +1,14 @@
 package stepmetrics
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/primeintellect/primeexporter/internal/pjson"
 )
 
 // FormatKey is the entry key of a data point: the metric name, with the
@@ -66,7 +65,8 @@ func writeEscaped(b *strings.Builder, s string) {
 
 // plainValue is an attribute value in the form a person would type it:
 // a string as it is, an int in decimal, a double in its shortest round-trip
-// form, a bool as true/false, a list or map as compact JSON, bytes in
+// form (NaN, +Inf), a bool as true/false, a list or map as compact JSON with
+// sorted keys (pjson's rules, so NaN and ±Inf inside are null), bytes in
 // standard base64 (what JSON and pdata's AsString give bytes), empty as "".
 func plainValue(v pcommon.Value) string {
 	switch v.Type() {
@@ -81,7 +81,11 @@ func plainValue(v pcommon.Value) string {
 	case pcommon.ValueTypeBytes:
 		return base64.StdEncoding.EncodeToString(v.Bytes().AsRaw())
 	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
-		return compactJSON(v.AsRaw())
+		// Sorted, so a series keeps its key whatever order a producer put
+		// the map's keys in.
+		var sb strings.Builder
+		pjson.WriteSorted(&sb, v)
+		return sb.String()
 	}
 	return ""
 }
@@ -89,36 +93,4 @@ func plainValue(v pcommon.Value) string {
 // formatFloat is the shortest form that reads back as the same double.
 func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-// compactJSON encodes a raw pdata value without HTML escaping (a key is not
-// HTML). NaN and ±Inf, which JSON has no number for, become strings first,
-// so the encoding cannot fail.
-func compactJSON(raw any) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(jsonSafe(raw)); err != nil {
-		// Unreachable for AsRaw output made JSON-safe; keep the key usable.
-		return ""
-	}
-	return strings.TrimSuffix(buf.String(), "\n")
-}
-
-func jsonSafe(raw any) any {
-	switch x := raw.(type) {
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return formatFloat(x)
-		}
-	case map[string]any:
-		for k, v := range x {
-			x[k] = jsonSafe(v)
-		}
-	case []any:
-		for i, v := range x {
-			x[i] = jsonSafe(v)
-		}
-	}
-	return raw
 }

@@ -45,8 +45,22 @@ func TestFormatKeyFoldsTheOtherAttributesSortedAndEscaped(t *testing.T) {
 				mm.PutInt("b", 2)
 				mm.PutStr("a", "<x&y>")
 			}, `loss{cfg=\{"a":"<x&y>"\,"b":2\}}`},
-		{"a non-finite double inside a map becomes a string instead of breaking the JSON",
-			func(m pcommon.Map) { m.PutEmptyMap("cfg").PutDouble("x", math.NaN()) }, `loss{cfg=\{"x":"NaN"\}}`},
+		{"a non-finite double inside a map or list is null, as JSON.stringify writes it",
+			func(m pcommon.Map) {
+				m.PutEmptyMap("cfg").PutDouble("x", math.NaN())
+				s := m.PutEmptySlice("lims")
+				s.AppendEmpty().SetDouble(math.Inf(-1))
+				s.AppendEmpty().SetDouble(math.Inf(1))
+			}, `loss{cfg=\{"x":null\},lims=[null\,null]}`},
+		{"a non-finite double attribute keeps its plain form",
+			func(m pcommon.Map) { m.PutDouble("lr", math.NaN()) }, "loss{lr=NaN}"},
+		{"maps inside lists and maps are sorted too",
+			func(m pcommon.Map) {
+				s := m.PutEmptySlice("cfgs")
+				mm := s.AppendEmpty().SetEmptyMap()
+				mm.PutEmptyMap("z").PutInt("b", 1)
+				mm.PutInt("a", 1)
+			}, `loss{cfgs=[\{"a":1\,"z":\{"b":1\}\}]}`},
 		{"bytes are standard base64",
 			func(m pcommon.Map) { m.PutEmptyBytes("id").FromRaw([]byte{0xff, 0x00, 0x10}) }, "loss{id=/wAQ}"},
 		{"an empty value is empty",

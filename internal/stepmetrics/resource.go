@@ -7,13 +7,15 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/primeintellect/primeexporter/internal/pvalue"
+	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 // FromResource maps every data point of one resource's metrics (all scope
 // metrics) to entries, in metric order then point order. Points that cannot
-// be sent come back as rejections; points with no recorded value produce
+// be sent come back as rejections, whose Field is the metric name (or, for
+// a non-finite value, the entry key); points with no recorded value produce
 // nothing at all.
-func FromResource(rm pmetric.ResourceMetrics, opts Options) (entries []Entry, rejected []Rejection) {
+func FromResource(rm pmetric.ResourceMetrics, opts Options) (entries []Entry, rejected []*reject.Rejection) {
 	c := collector{steps: newStepResolver(rm, opts)}
 	sms := rm.ScopeMetrics()
 	for i := 0; i < sms.Len(); i++ {
@@ -29,7 +31,7 @@ func FromResource(rm pmetric.ResourceMetrics, opts Options) (entries []Entry, re
 type collector struct {
 	steps    stepResolver
 	entries  []Entry
-	rejected []Rejection
+	rejected []*reject.Rejection
 }
 
 func (c *collector) metric(m pmetric.Metric) {
@@ -73,14 +75,14 @@ func (c *collector) number(name string, own bool, dp pmetric.NumberDataPoint) {
 		return
 	}
 	var step int64
-	var rej *Rejection
+	var rej *reject.Rejection
 	if own {
 		step, rej = c.steps.ownStep(name, v)
 	} else {
 		step, rej = c.steps.step(name, dp)
 	}
 	if rej != nil {
-		c.rejected = append(c.rejected, *rej)
+		c.rejected = append(c.rejected, rej)
 		return
 	}
 	f, _ := pvalue.Float(v)
@@ -140,7 +142,7 @@ func (c *collector) recordedStep(name string, dp point) (int64, bool) {
 	}
 	step, rej := c.steps.step(name, dp)
 	if rej != nil {
-		c.rejected = append(c.rejected, *rej)
+		c.rejected = append(c.rejected, rej)
 		return 0, false
 	}
 	return step, true
@@ -155,8 +157,8 @@ func (c *collector) add(step int64, key string, v float64) {
 	c.entries = append(c.entries, Entry{Step: step, Key: key, Value: v})
 }
 
-func nonFinite(key string, v float64) Rejection {
-	return reject(ReasonNonFinite, key, "metric %q: value %s is not finite and is not sent", key, formatFloat(v))
+func nonFinite(key string, v float64) *reject.Rejection {
+	return reject.New(reject.NonFinite, key, "metric %q: value %s is not finite and is not sent", key, formatFloat(v))
 }
 
 // numberPoints are the points of a gauge or a sum.

@@ -5,6 +5,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/primeintellect/primeexporter/internal/pvalue"
+	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 // stepAttribute is the data-point (and prime.metrics event) attribute that
@@ -88,43 +89,36 @@ func (r stepResolver) isStepMetric(m pmetric.Metric) bool {
 // ownStep is the step of one of the step metric's own points: its value,
 // whatever its attributes say, since that value is what defines the step for
 // every other point at its timestamp.
-func (r stepResolver) ownStep(name string, v pcommon.Value) (int64, *Rejection) {
+func (r stepResolver) ownStep(name string, v pcommon.Value) (int64, *reject.Rejection) {
 	if step, ok := pvalue.Int(v); ok {
 		return step, nil
 	}
-	rej := reject(ReasonBadStep, name, "metric %q: value %s is not an integral step", name, plainValue(v))
-	return 0, &rej
+	return 0, reject.New(reject.BadStep, name, "metric %q: value %s is not an integral step", name, plainValue(v))
 }
 
 // step resolves an ordinary point's step: its prime.step attribute, else the
 // step metric at the same timestamp.
-func (r stepResolver) step(name string, dp point) (int64, *Rejection) {
+func (r stepResolver) step(name string, dp point) (int64, *reject.Rejection) {
 	if v, ok := dp.Attributes().Get(stepAttribute); ok {
 		if step, ok := pvalue.Int(v); ok {
 			return step, nil
 		}
-		rej := reject(ReasonBadStep, name, "metric %q: attribute %s must be an int, got %s", name, stepAttribute, describe(v))
-		return 0, &rej
+		return 0, reject.New(reject.BadStep, name, "metric %q: attribute %s must be an int, got %s", name, stepAttribute, describe(v))
 	}
 	if r.metric == "" {
-		rej := reject(ReasonNoStep, name, "metric %q: data point has no %s attribute", name, stepAttribute)
-		return 0, &rej
+		return 0, reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute", name, stepAttribute)
 	}
 	if dp.Timestamp() == 0 {
-		rej := reject(ReasonNoStep, name, "metric %q: data point has no %s attribute and no timestamp to match a %q gauge at", name, stepAttribute, r.metric)
-		return 0, &rej
+		return 0, reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute and no timestamp to match a %q gauge at", name, stepAttribute, r.metric)
 	}
 	got, ok := r.byTime[dp.Timestamp()]
 	switch {
 	case !ok:
-		rej := reject(ReasonNoStep, name, "metric %q: data point has no %s attribute and no %q gauge at its timestamp", name, stepAttribute, r.metric)
-		return 0, &rej
+		return 0, reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute and no %q gauge at its timestamp", name, stepAttribute, r.metric)
 	case !got.integral:
-		rej := reject(ReasonBadStep, name, "metric %q: the %q gauge at its timestamp is not an integral step", name, r.metric)
-		return 0, &rej
+		return 0, reject.New(reject.BadStep, name, "metric %q: the %q gauge at its timestamp is not an integral step", name, r.metric)
 	case got.conflict:
-		rej := reject(ReasonBadStep, name, "metric %q: the %q gauge reports different steps at its timestamp", name, r.metric)
-		return 0, &rej
+		return 0, reject.New(reject.BadStep, name, "metric %q: the %q gauge reports different steps at its timestamp", name, r.metric)
 	}
 	return got.step, nil
 }

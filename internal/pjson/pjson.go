@@ -1,0 +1,302 @@
+// Package pjson writes pdata values as JSON. It is the exporter's one JSON
+// writer for pdata: sample table columns (sampletable) and map or list
+// attribute values folded into metric keys (stepmetrics) go through it, so
+// a value reads the same wherever it ends up.
+//
+// The rules, and why:
+//
+//   - NaN and ±Inf are written as null. JSON has no number for them;
+//     JavaScript's JSON.stringify writes null too, so the viewer reads what
+//     a JS producer would have sent, and the episode or metric holding one
+//     odd value is not lost over it. (Quoting them as "NaN" would turn a
+//     number into a string a reader cannot tell from a real one.)
+//
+//   - Numbers are formatted as encoding/json formats them: ints in decimal,
+//     doubles in shortest round-trip form, with an exponent only below 1e-6
+//     or from 1e21 up.
+//
+//   - Map keys keep their stored order (the trainer's insertion order, as
+//     Python's json.dumps keeps a dict's), except in WriteSorted, for text
+//     that must not depend on insertion order.
+//
+//   - Strings are UTF-8 as is, not HTML-escaped (the viewer is not a
+//     browser page, and \u-escaping every non-ASCII character would bloat
+//     non-English chats). Otherwise strings are escaped exactly as
+//     encoding/json escapes them: quotes, backslashes and control
+//     characters, invalid UTF-8 as U+FFFD, and U+2028 and U+2029, so the
+//     text is valid JSON and valid JavaScript.
+//
+//   - Bytes are standard base64 strings (what encoding/json gives []byte);
+//     an empty value is null.
+//
+// It is written by hand rather than through encoding/json because episodes
+// carry megabytes of chat: going through AsRaw and reflection would copy
+// every string and sort every map, where this writes each byte once into a
+// builder sized up front (Size). IndexSpecial shares its eight-bytes-at-a-
+// time test of plain string text with sampletable's JSON scanner.
+package pjson
+
+import (
+	"cmp"
+	"encoding/base64"
+	"encoding/binary"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Encode is v's JSON, written into a builder sized once.
+func Encode(v pcommon.Value) string {
+	var sb strings.Builder
+	if t := v.Type(); t == pcommon.ValueTypeMap || t == pcommon.ValueTypeSlice {
+		sb.Grow(Size(v))
+	}
+	Write(&sb, v)
+	return sb.String()
+}
+
+// Write writes v as JSON, map keys in their stored order.
+func Write(sb *strings.Builder, v pcommon.Value) {
+	write(sb, v, false)
+}
+
+// WriteSorted writes v as JSON with every map's keys in byte order, so
+// equal maps give equal text whatever order their keys were put in. The
+// sort is stable: a map holding one key twice (pdata does not forbid it)
+// keeps both, in their stored order.
+func WriteSorted(sb *strings.Builder, v pcommon.Value) {
+	write(sb, v, true)
+}
+
+func write(sb *strings.Builder, v pcommon.Value, sorted bool) {
+	var scratch [32]byte
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		WriteString(sb, v.Str())
+	case pcommon.ValueTypeInt:
+		sb.Write(strconv.AppendInt(scratch[:0], v.Int(), 10))
+	case pcommon.ValueTypeDouble:
+		sb.Write(AppendFloat(scratch[:0], v.Double()))
+	case pcommon.ValueTypeBool:
+		sb.WriteString(strconv.FormatBool(v.Bool()))
+	case pcommon.ValueTypeMap:
+		if sorted {
+			writeSortedMap(sb, v.Map())
+			return
+		}
+		sb.WriteByte('{')
+		first := true
+		v.Map().Range(func(k string, mv pcommon.Value) bool {
+			if !first {
+				sb.WriteByte(',')
+			}
+			first = false
+			writeMember(sb, k, mv, false)
+			return true
+		})
+		sb.WriteByte('}')
+	case pcommon.ValueTypeSlice:
+		sb.WriteByte('[')
+		sl := v.Slice()
+		for i := 0; i < sl.Len(); i++ {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			write(sb, sl.At(i), sorted)
+		}
+		sb.WriteByte(']')
+	case pcommon.ValueTypeBytes:
+		sb.WriteByte('"')
+		sb.WriteString(base64.StdEncoding.EncodeToString(v.Bytes().AsRaw()))
+		sb.WriteByte('"')
+	default:
+		sb.WriteString("null")
+	}
+}
+
+func writeMember(sb *strings.Builder, k string, v pcommon.Value, sorted bool) {
+	WriteString(sb, k)
+	sb.WriteByte(':')
+	write(sb, v, sorted)
+}
+
+func writeSortedMap(sb *strings.Builder, m pcommon.Map) {
+	type member struct {
+		k string
+		v pcommon.Value
+	}
+	members := make([]member, 0, m.Len())
+	m.Range(func(k string, v pcommon.Value) bool {
+		members = append(members, member{k, v})
+		return true
+	})
+	slices.SortStableFunc(members, func(a, b member) int { return cmp.Compare(a.k, b.k) })
+	sb.WriteByte('{')
+	for i, mb := range members {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		writeMember(sb, mb.k, mb.v, true)
+	}
+	sb.WriteByte('}')
+}
+
+// Size estimates the length of v's JSON, so a builder can be sized once
+// instead of doubling (and copying) its way through megabytes of chat.
+// Escapes are not counted: chat text has few.
+func Size(v pcommon.Value) int {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return len(v.Str()) + 2
+	case pcommon.ValueTypeMap:
+		n := 2
+		v.Map().Range(func(k string, mv pcommon.Value) bool {
+			n += len(k) + 4 + Size(mv)
+			return true
+		})
+		return n
+	case pcommon.ValueTypeSlice:
+		n := 2
+		sl := v.Slice()
+		for i := 0; i < sl.Len(); i++ {
+			n += 1 + Size(sl.At(i))
+		}
+		return n
+	case pcommon.ValueTypeBytes:
+		return base64.StdEncoding.EncodedLen(v.Bytes().Len()) + 2
+	}
+	return 24
+}
+
+// AppendFloat appends f as encoding/json formats it; NaN and ±Inf as null.
+func AppendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, "null"...)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// 1e-07 → 1e-7, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// SWAR masks: one byte value repeated in every byte of a word.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainASCII8 tells whether the eight bytes of x are all ASCII that a JSON
+// string carries unescaped: no byte ≥ 0x80, < 0x20, '"' or '\\'.
+func plainASCII8(x uint64) bool {
+	return x&highs == 0 && plainText8(x)
+}
+
+// plainText8 tells whether none of the eight bytes of x is < 0x20, '"' or
+// '\\'. (Each test is the classic "has a byte less than n" bit trick; it is
+// exact for "any byte". Bytes ≥ 0x80 never trigger it.)
+func plainText8(x uint64) bool {
+	hasZero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	below20 := (x - ones*0x20) &^ x & highs
+	return below20|hasZero(x^(ones*'"'))|hasZero(x^(ones*'\\')) == 0
+}
+
+// IndexSpecial is the index of the first byte of s that cannot stand in a
+// JSON string as it is ('"', '\\' or a control character), or -1. It is
+// what a scanner of JSON strings spends its time on, so it skips plain text
+// eight bytes at a time, as WriteString does.
+func IndexSpecial(s string) int {
+	i := 0
+	for i+8 <= len(s) && plainText8(load8(s, i)) {
+		i += 8
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return -1
+}
+
+// load8 reads s[i:i+8] as a little-endian word.
+func load8(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+}
+
+// WriteString writes s as a JSON string (see the package rules).
+func WriteString(sb *strings.Builder, s string) {
+	sb.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); {
+		// Chat text is mostly plain ASCII: skip it eight bytes at a time.
+		for i+8 <= len(s) && plainASCII8(load8(s, i)) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			sb.WriteString(s[start:i])
+			switch c {
+			case '"', '\\':
+				sb.WriteByte('\\')
+				sb.WriteByte(c)
+			case '\n':
+				sb.WriteString(`\n`)
+			case '\r':
+				sb.WriteString(`\r`)
+			case '\t':
+				sb.WriteString(`\t`)
+			case '\b':
+				sb.WriteString(`\b`)
+			case '\f':
+				sb.WriteString(`\f`)
+			default:
+				sb.WriteString(`\u00`)
+				sb.WriteByte(hexDigits[c>>4])
+				sb.WriteByte(hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			sb.WriteString(s[start:i])
+			sb.WriteString(`\ufffd`)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			sb.WriteString(s[start:i])
+			sb.WriteString(`\u202`)
+			sb.WriteByte(hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	sb.WriteString(s[start:])
+	sb.WriteByte('"')
+}

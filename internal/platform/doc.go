@@ -1,0 +1,49 @@
+// Package platform is where runs go, chosen once at start: Online (the
+// platform's RFT API through package rft) or Offline (a local directory
+// with the same bodies). Both implement Runs (create, attach, metrics,
+// finalize, status) and Objects (a step's sample object: presign → PUT →
+// confirm online, one file offline), so the lifecycle and the uploader
+// never ask which one they have. This package also holds the exporter's
+// one retry policy and the one translation of platform errors into the
+// collector's.
+//
+// # Retry policy
+//
+// Three places retry, each for a reason the others cannot cover:
+//
+//  1. The rft client, in place, briefly. Every platform call gets up to 5
+//     attempts and every object PUT 3, with jittered exponential backoff
+//     from 1 s to 30 s, or the platform's Retry-After (at most 60 s). It
+//     retries only what a duplicate cannot harm: metrics posts (the
+//     platform merges a step's posts), presign, PUT, confirm, finalize and
+//     status; a create only when the request provably never reached the
+//     platform (no connection, or 429). It exists because a blip must not
+//     cost a trip through the queue: the retried request keeps its place,
+//     so a run's steps reach the platform in order, and the Retry-After is
+//     honoured by the request that received it. In-place waits end at the
+//     collector's first shutdown notice, so a drain never waits them out.
+//
+//  2. exporterhelper (retry_on_failure and sending_queue), for everything
+//     longer. A push returns only what did not land (consumererror.NewLogs
+//     / NewMetrics): the steps and objects that failed and, once a failure
+//     says the platform is down (Down: a transport error, 429, 502, 503,
+//     504), everything after them, unsent, so no step overtakes another.
+//     Retryable translates the error: permanent classes (400, 401, 403,
+//     404, a body the client refuses) are dropped and counted, never
+//     retried; a Retry-After becomes exporterhelper's throttle. Every step
+//     of a replayed push is safe to replay: the run is created once, values
+//     already sent and episodes already delivered are left out, and an
+//     object whose PUT succeeded is only confirmed.
+//
+//  3. The close-out, by itself. The prime.run.end record was acknowledged
+//     to the collector when the close-out was scheduled, so nothing else
+//     would ever retry it: a close-out that fails for a reason that may
+//     pass tries again every 5 s (or after the Retry-After), each round
+//     with the client's in-place attempts, until finalize_timeout or the
+//     collector's shutdown. Finalize and status are compare-and-set, and a
+//     409 counts as done, so every round is safe.
+//
+// Nothing else retries: the uploader and the metrics path never loop on
+// their own, and a create refused with 403 is not asked again for 10
+// minutes (a wait, not a retry).
+package platform

@@ -1,0 +1,238 @@
+package platform
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/primeintellect/primeexporter/rft"
+)
+
+// Offline runs the platform lifecycle against a local directory:
+// <dir>/<run id>/run.json, metrics.jsonl and samples/, with locally issued
+// ids. It is what a new user sees work with no account, and what a trainer
+// uses on a machine with no network, so it writes exactly the bodies the
+// online path would send.
+type Offline struct {
+	dir string
+
+	mu   sync.Mutex
+	runs map[string]*RunRecord
+}
+
+var (
+	_ Runs    = (*Offline)(nil)
+	_ Objects = (*Offline)(nil)
+)
+
+// RunRecord is run.json.
+type RunRecord struct {
+	ID           string                `json:"id"`
+	Attached     bool                  `json:"attached,omitempty"`
+	Spec         *rft.CreateRunRequest `json:"spec,omitempty"`
+	Status       string                `json:"status"`
+	ErrorMessage string                `json:"error_message,omitempty"`
+	ExitCode     *int                  `json:"exit_code,omitempty"`
+	CreatedAt    time.Time             `json:"created_at"`
+	UpdatedAt    time.Time             `json:"updated_at"`
+	FinishedAt   *time.Time            `json:"finished_at,omitempty"`
+}
+
+// Offline layout and modes: owner-only, since run specs and episodes can
+// be private.
+const (
+	StatusRunning   = "running"
+	RunFile         = "run.json"
+	MetricsFile     = "metrics.jsonl"
+	SamplesDir      = "samples"
+	offlineDirMode  = 0o700
+	offlineFileMode = 0o600
+)
+
+// NewOffline makes dir if needed.
+func NewOffline(dir string) (*Offline, error) {
+	if err := os.MkdirAll(dir, offlineDirMode); err != nil {
+		return nil, fmt.Errorf("offline directory: %w", err)
+	}
+	return &Offline{dir: dir, runs: map[string]*RunRecord{}}, nil
+}
+
+// RunDirectory is where offline mode keeps a run.
+func RunDirectory(dir, runID string) string { return filepath.Join(dir, runID) }
+
+// CreateRun issues an id of the form offline-<16 hex>.
+func (s *Offline) CreateRun(_ context.Context, req rft.CreateRunRequest) (rft.Run, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return rft.Run{}, err
+	}
+	id := "offline-" + hex.EncodeToString(b[:])
+	now := time.Now().UTC()
+	r := &RunRecord{ID: id, Spec: &req, Status: StatusRunning, CreatedAt: now, UpdatedAt: now}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.MkdirAll(filepath.Join(s.dir, id), offlineDirMode); err != nil {
+		return rft.Run{}, err
+	}
+	if err := s.writeRunLocked(r); err != nil {
+		return rft.Run{}, err
+	}
+	s.runs[id] = r
+	return rft.Run{ID: id, Name: req.Name, Status: "RUNNING"}, nil
+}
+
+// AttachRun makes the directory of a run created elsewhere.
+func (s *Offline) AttachRun(_ context.Context, runID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.runLocked(runID)
+	return err
+}
+
+// PostMetrics appends the body the online path would post.
+func (s *Offline) PostMetrics(_ context.Context, runID string, metrics map[string]float64) error {
+	var bad []string
+	for k, v := range metrics {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("non-finite metric values are never sent: %s", strings.Join(bad, ", "))
+	}
+	line, err := json.Marshal(struct {
+		RunID   string             `json:"run_id"`
+		Metrics map[string]float64 `json:"metrics"`
+	}{runID, metrics})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.runLocked(runID); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, runID, MetricsFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, offlineFileMode)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(append(line, '\n'))
+	return errors.Join(werr, f.Close())
+}
+
+// Finalize closes a running run as completed; like the platform, a second
+// finalize changes nothing.
+func (s *Offline) Finalize(_ context.Context, runID string, exitCode int) error {
+	return s.close(runID, string(rft.StatusCompleted), "", &exitCode)
+}
+
+// SetStatus closes a running run; a closed run stays as it is (the
+// platform's 409, which the client treats as success).
+func (s *Offline) SetStatus(_ context.Context, runID string, status rft.Status, message string) error {
+	return s.close(runID, string(status), message, nil)
+}
+
+func (s *Offline) close(runID, status, message string, exitCode *int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.runLocked(runID)
+	if err != nil {
+		return err
+	}
+	if r.Status != StatusRunning {
+		return nil
+	}
+	now := time.Now().UTC()
+	r.Status, r.ErrorMessage, r.ExitCode = status, message, exitCode
+	r.UpdatedAt, r.FinishedAt = now, &now
+	return s.writeRunLocked(r)
+}
+
+// Store writes the exact bytes an online upload would PUT to
+// <run>/samples/step_<step>_<range>.parquet. A file is one step: nothing
+// to resume, so save is never called.
+func (s *Offline) Store(_ context.Context, runID string, obj Object, body []byte, _ func(Object)) error {
+	s.mu.Lock()
+	_, err := s.runLocked(runID)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(s.dir, runID, SamplesDir)
+	if err := os.MkdirAll(dir, offlineDirMode); err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, fmt.Sprintf("step_%d_%d.parquet", obj.Step, obj.Range), body)
+}
+
+// runLocked finds a run, making the record of an attached one on first
+// use. The id becomes a path segment, so anything that could leave the
+// directory is refused.
+func (s *Offline) runLocked(runID string) (*RunRecord, error) {
+	if r, ok := s.runs[runID]; ok {
+		return r, nil
+	}
+	if err := safePathSegment(runID); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(s.dir, runID), offlineDirMode); err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	r := &RunRecord{ID: runID, Attached: true, Status: StatusRunning, CreatedAt: now, UpdatedAt: now}
+	if err := s.writeRunLocked(r); err != nil {
+		return nil, err
+	}
+	s.runs[runID] = r
+	return r, nil
+}
+
+func (s *Offline) writeRunLocked(r *RunRecord) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(s.dir, r.ID), RunFile, buf.Bytes())
+}
+
+// writeFileAtomic replaces dir/name through a temporary file, so a reader
+// never sees half a file; the file is owner-only.
+func writeFileAtomic(dir, name string, body []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(body)
+	if err := errors.Join(werr, tmp.Chmod(offlineFileMode), tmp.Close()); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+}
+
+// safePathSegment refuses run ids that would escape the offline directory.
+func safePathSegment(id string) error {
+	switch {
+	case id == "", id == ".", id == "..":
+		return fmt.Errorf("run id %q cannot name an offline directory", id)
+	case strings.ContainsAny(id, "/\\\x00"):
+		return fmt.Errorf("run id %q cannot name an offline directory: it holds a path separator or NUL", id)
+	case len(id) > 200:
+		return fmt.Errorf("run id of %d bytes is too long for an offline directory", len(id))
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package platform
+
+import (
+	"context"
+	"time"
+
+	"github.com/primeintellect/primeexporter/rft"
+)
+
+// Runs is what the run lifecycle asks of the place runs live.
+type Runs interface {
+	CreateRun(ctx context.Context, req rft.CreateRunRequest) (rft.Run, error)
+	// AttachRun readies a run created elsewhere (prime.run.id). The platform
+	// needs no request for it; the offline directory makes the run's folder.
+	AttachRun(ctx context.Context, runID string) error
+	PostMetrics(ctx context.Context, runID string, metrics map[string]float64) error
+	Finalize(ctx context.Context, runID string, exitCode int) error
+	SetStatus(ctx context.Context, runID string, status rft.Status, message string) error
+}
+
+// Objects is where a step's sample object goes: presign → PUT → confirm
+// online, one file offline.
+type Objects interface {
+	// Store puts body into the run's sample table as obj. save is called
+	// with obj's progress (a minted URL, a finished PUT) as soon as it is
+	// made, so that a retry, or a restart with storage, resumes the upload
+	// instead of repeating it.
+	Store(ctx context.Context, runID string, obj Object, body []byte, save func(Object)) error
+}
+
+// Object is one sample object on its way into a step's table: its step
+// and sample_id range, and how far an earlier attempt got.
+type Object struct {
+	Step  int64
+	Range int64
+	// URL and Key come from the presign; ExpiresIn is the URL's lifetime
+	// from PresignedAt (0: unknown).
+	URL         string
+	Key         string
+	PresignedAt time.Time
+	ExpiresIn   time.Duration
+	// Put says the PUT succeeded: only the confirm is left.
+	Put bool
+}
+
+// expired leaves a minute's margin for the PUT itself.
+func (o Object) expired(now time.Time) bool {
+	return o.ExpiresIn > 0 && now.After(o.PresignedAt.Add(o.ExpiresIn-time.Minute))
+}

@@ -1,0 +1,108 @@
+// Package reject holds the reason codes of everything the exporter does not
+// deliver, and the error that carries one.
+//
+// Rejections are data lost: a value, record or episode that cannot be sent
+// and will not be retried. Skips are not losses: work the exporter leaves
+// out on purpose (eval work, off-cadence steps) or has already delivered.
+// The two are counted apart so a loss never hides among the skips.
+//
+// The codes are the values of the `reason` attribute of the exporter's
+// self-telemetry counters and of its log lines; dashboards and alerts key
+// on them, so they do not change lightly.
+package reject
+
+import "fmt"
+
+// Reason is a reason code.
+type Reason string
+
+// Rejections of the input mapping (stepmetrics, sampletable): the value or
+// record does not fit what telemetry.md specifies.
+const (
+	// NoStep: a data point has no prime.step attribute and no step metric
+	// at its timestamp; a prime.metrics event has no prime.step; a
+	// prime.episode record has no prime.work.step.
+	NoStep Reason = "no_step"
+	// BadStep: the step is there but is not an integer (a string, a
+	// fractional double, …), or the step metric disagrees with itself.
+	BadStep Reason = "bad_step"
+	// NonFinite: a metric value is NaN or ±Inf, which the metrics post
+	// cannot carry (rft-api.md).
+	NonFinite Reason = "non_finite"
+	// BadValue: a value does not fit its metric or column (a string metric,
+	// a map reward, a trajectory that is not a list of maps), or a
+	// prime.metrics body looks like JSON but does not parse.
+	BadValue Reason = "bad_value"
+	// NoValues: a prime.metrics event carries no values at all.
+	NoValues Reason = "no_values"
+	// BadWorkType: prime.work.type is neither "train" nor "eval".
+	BadWorkType Reason = "bad_work_type"
+	// BadBody: a prime.episode body is neither a map nor text, or is text
+	// that starts like a JSON object but does not parse.
+	BadBody Reason = "bad_body"
+)
+
+// Rejections of the exporter itself: the data fit, but there is no run to
+// take it, or the platform refused it for good, so a retry cannot help.
+const (
+	// NoIdentity: the resource names no run (no prime.run.* identity).
+	NoIdentity Reason = "no_identity"
+	// RunClosed: data for a run that is already closed out.
+	RunClosed Reason = "run_closed"
+	// RunRefused: the platform refused, permanently, to create the run.
+	RunRefused Reason = "run_refused"
+	// NoTeam: the run cannot be created because no team is known for it.
+	NoTeam Reason = "no_team"
+	// Unauthorized: the platform refused the API key; nothing is sent
+	// until it is fixed.
+	Unauthorized Reason = "unauthorized"
+	// PlatformRejected: the platform refused a step's metrics post for good.
+	PlatformRejected Reason = "platform_rejected"
+	// EpisodeTooLarge: an episode is larger than samples.max_episode_bytes.
+	EpisodeTooLarge Reason = "episode_too_large"
+	// UploadRejected: presigning, uploading or confirming a sample table
+	// object was refused for good.
+	UploadRejected Reason = "upload_rejected"
+)
+
+// Skips: left out on purpose or because they are delivered already; not
+// lost.
+const (
+	// RunKind: data of a run whose prime.run.kind is not handled (not train).
+	RunKind Reason = "run_kind"
+	// Eval: an eval episode, which has no row in the sample table.
+	Eval Reason = "eval"
+	// OffCadence: an episode of a step the sample cadence does not upload.
+	OffCadence Reason = "off_cadence"
+	// EmptyTrajectory: an episode with no trajectory, which has no row.
+	EmptyTrajectory Reason = "empty_trajectory"
+	// AlreadyDelivered: an episode a confirmed object already carries (a
+	// retry, or a replay after a restart).
+	AlreadyDelivered Reason = "already_delivered"
+	// AlreadySent: metric values the platform already has for their step.
+	AlreadySent Reason = "already_sent"
+	// NotAnEvent: a log record that is none of the prime.* events.
+	NotAnEvent Reason = "not_an_event"
+)
+
+// Rejection is one thing that cannot be delivered, with its reason code and
+// the field it is about.
+type Rejection struct {
+	Reason Reason
+	// Field is the attribute, body key or metric the rejection is about
+	// ("prime.work.step", "body.reward", "loss{env=a}").
+	Field string
+	// Err says what is wrong, naming Field and the type found.
+	Err error
+}
+
+// Error is Err's message.
+func (r *Rejection) Error() string { return r.Err.Error() }
+
+// Unwrap gives Err, so errors.Is and errors.AsType see through.
+func (r *Rejection) Unwrap() error { return r.Err }
+
+// New is a Rejection whose Err is fmt.Errorf(format, args...).
+func New(reason Reason, field, format string, args ...any) *Rejection {
+	return &Rejection{Reason: reason, Field: field, Err: fmt.Errorf(format, args...)}
+}

@@ -1,0 +1,98 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/reject"
+	"github.com/primeintellect/primeexporter/rft"
+)
+
+// refusalBackoff is how long a create the platform refused for good (403:
+// the team is not allow-listed) is remembered before it is asked again, so
+// that every batch of that run does not repeat the request.
+const refusalBackoff = 10 * time.Minute
+
+// ensure returns the run's platform id, attaching or creating it once. A
+// run that can never be created comes back as a *reject.Rejection.
+func (g *Registry) ensure(ctx context.Context, r *run, res pcommon.Resource) (string, error) {
+	if id := r.platformID(); id != "" {
+		return id, nil
+	}
+	r.createMu.Lock()
+	defer r.createMu.Unlock()
+	r.mu.Lock()
+	id, refusal, refusedAt := r.id, r.refusal, r.refusedAt
+	r.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	if refusal != nil && g.now().Sub(refusedAt) < refusalBackoff {
+		return "", refused(r.ident, refusal)
+	}
+
+	if r.ident.attach {
+		if err := g.API.AttachRun(ctx, r.ident.value); err != nil {
+			return "", refused(r.ident, fmt.Errorf("attach to run %s: %w", r.ident, err))
+		}
+		r.setID(r.ident.value)
+		g.persist(ctx, r)
+		g.Tel.RunEvent("attached")
+		g.Logger.Info("Attached to run", zap.Stringer("run", r.ident), zap.String("run_id", r.ident.value), g.cfg.Where(r.ident.value))
+		return r.ident.value, nil
+	}
+
+	req, err := buildCreateRequest(res, g.cfg.Defaults, g.cfg.TeamID)
+	if err != nil {
+		return "", refused(r.ident, fmt.Errorf("run %s: %w", r.ident, err))
+	}
+	if req.TeamID == "" && g.cfg.RequireTeam {
+		// The platform's own SDK refuses to create a run without a team;
+		// sending the create anyway would only earn a refusal per batch.
+		return "", reject.New(reject.NoTeam, AttrRunTeamID, "run %s has no team: set the resource attribute %s or the exporter's team_id", r.ident, AttrRunTeamID)
+	}
+	created, err := g.API.CreateRun(ctx, req)
+	if err != nil {
+		return "", g.createFailed(r, err)
+	}
+	r.setID(created.ID)
+	// Saved at once: the window in which a crash costs a second run is
+	// the time between the platform's answer and this write.
+	g.persist(ctx, r)
+	g.Tel.RunEvent("created")
+	g.Logger.Info("Created run", zap.Stringer("run", r.ident), zap.String("run_id", created.ID), zap.String("model", req.BaseModel), g.cfg.Where(created.ID))
+	return created.ID, nil
+}
+
+// createFailed classifies a failed create. Create is not replayable: after
+// an ambiguous failure the data stays queued and the next attempt creates
+// again, since losing a run's telemetry is worse than an orphaned empty
+// run.
+func (g *Registry) createFailed(r *run, err error) error {
+	err = fmt.Errorf("run %s: %w", r.ident, err)
+	rerr, ok := rft.AsError(err)
+	switch {
+	case platform.Permanent(err):
+		if ok && rerr.Class == rft.ClassForbidden {
+			r.mu.Lock()
+			r.refusal, r.refusedAt = err, g.now()
+			r.mu.Unlock()
+		}
+		return refused(r.ident, err)
+	case ok && rerr.Ambiguous():
+		g.Logger.Warn("Create run failed after the request may have reached the platform; it will be created again, so a duplicate, empty run may exist",
+			zap.Stringer("run", r.ident), zap.Error(err))
+	}
+	return platform.Retryable(err)
+}
+
+// refused is a create that can never succeed: its data is dropped as
+// run_refused.
+func refused(ident identity, err error) error {
+	return &reject.Rejection{Reason: reject.RunRefused, Field: ident.source, Err: err}
+}

@@ -1,0 +1,91 @@
+package runs
+
+import (
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/primeintellect/primeexporter/internal/pvalue"
+)
+
+// Resource attributes that say which run a resource belongs to.
+const (
+	AttrRunID           = "prime.run.id"
+	AttrRunKey          = "prime.run.key"
+	AttrServiceInstance = "service.instance.id"
+	AttrRunKind         = "prime.run.kind"
+)
+
+// errNoIdentity names every attribute that could have placed the data.
+var errNoIdentity = errors.New("resource has no run identity: set the resource attribute prime.run.id (attach), prime.run.key or service.instance.id (create), or the exporter's run.id / run.key")
+
+// identity is what a resource says about its run: where it came from
+// (for log lines and errors) and the value.
+type identity struct {
+	source string // the attribute or config key the value came from
+	value  string
+	attach bool // an existing platform run: no create request
+}
+
+// key places identities that mean the same run on one entry: a
+// prime.run.key and a config run.key of the same value are one run.
+func (id identity) key() string {
+	switch {
+	case id.attach:
+		return "id\x00" + id.value
+	case id.source == AttrServiceInstance:
+		return "instance\x00" + id.value
+	default:
+		return "key\x00" + id.value
+	}
+}
+
+func (id identity) String() string { return fmt.Sprintf("%s=%q", id.source, id.value) }
+
+// resolveIdentity applies the contract's order, first match wins.
+func resolveIdentity(res pcommon.Resource, d Defaults) (identity, error) {
+	attrs := res.Attributes()
+	if v, ok, err := stringAttr(attrs, AttrRunID); err != nil || ok {
+		return identity{source: AttrRunID, value: v, attach: true}, err
+	}
+	if d.ID != "" {
+		return identity{source: "run.id", value: d.ID, attach: true}, nil
+	}
+	if v, ok, err := stringAttr(attrs, AttrRunKey); err != nil || ok {
+		return identity{source: AttrRunKey, value: v}, err
+	}
+	if d.Key != "" {
+		return identity{source: "run.key", value: d.Key}, nil
+	}
+	if v, ok, err := stringAttr(attrs, AttrServiceInstance); err != nil || ok {
+		return identity{source: AttrServiceInstance, value: v}, err
+	}
+	return identity{}, errNoIdentity
+}
+
+// runKind reads prime.run.kind; "train" is the default and the only kind
+// handled so far.
+func runKind(res pcommon.Resource) string {
+	if v, ok := res.Attributes().Get(AttrRunKind); ok {
+		if s, isStr := pvalue.String(v); isStr && s != "" {
+			return s
+		}
+		return pvalue.TypeName(v)
+	}
+	return "train"
+}
+
+// stringAttr reads a non-empty string attribute; an empty string counts as
+// absent so that an unset ${env:…} does not become an identity.
+func stringAttr(attrs pcommon.Map, key string) (string, bool, error) {
+	v, ok := attrs.Get(key)
+	if !ok {
+		return "", false, nil
+	}
+	s, isStr := pvalue.String(v)
+	if !isStr {
+		return "", false, fmt.Errorf("resource attribute %s must be a string, got %s", key, pvalue.TypeName(v))
+	}
+	return s, s != "", nil
+}

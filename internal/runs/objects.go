@@ -1,0 +1,119 @@
+package runs
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/platform"
+)
+
+// The viewer finds a sample by (step, sample_id), so ids must be unique
+// across every object of a step: sample_id = range × 2^32 + row. The
+// process that owns a run counts ranges per step from 0; one that cannot
+// know the earlier counters draws from the upper half [2^20, 2^21), which
+// the counter never reaches, and every id stays below 2^53.
+const (
+	randomRangeLow  = 1 << 20
+	randomRangeHigh = 1 << 21
+)
+
+// maxPendingObjects bounds what a run remembers of unconfirmed uploads;
+// past it the least recently touched is forgotten, which at worst
+// re-uploads that object.
+const maxPendingObjects = 256
+
+// Delivered reports, for each episode fingerprint, whether it was
+// confirmed before: a batch replayed by the queue after a restart, or by
+// the collector's retry, must not put rows in the table twice.
+func (l Lease) Delivered(ctx context.Context, fps []uint64) ([]bool, error) {
+	return l.g.Store.Delivered(ctx, l.r.ident.key(), fps)
+}
+
+// Object returns the pending upload of the object with fingerprint fp, or
+// starts one for step with a new sample_id range. A new object is
+// remembered (and saved) from the start, so that a retry or a restart
+// keeps its range instead of leaving a gap or reusing it.
+func (l Lease) Object(ctx context.Context, fp uint64, step int64) platform.Object {
+	if obj, ok := l.r.pending.Peek(fp); ok {
+		return obj
+	}
+	obj := platform.Object{Step: step, Range: l.r.ranges.take(step)}
+	l.SaveObject(ctx, fp, obj)
+	return obj
+}
+
+// SaveObject records an upload's progress.
+func (l Lease) SaveObject(ctx context.Context, fp uint64, obj platform.Object) {
+	l.r.pending.Add(fp, obj)
+	l.g.persist(ctx, l.r)
+}
+
+// ObjectDone records a confirmed object: its episodes are delivered, its
+// upload is no longer pending, and the run's counts grow.
+func (l Lease) ObjectDone(ctx context.Context, fp uint64, episodes []uint64, bytes int) {
+	// A crash between the confirm and this write is the one window in
+	// which a replayed batch can put these rows in the table twice.
+	if err := l.g.Store.MarkDelivered(ctx, l.r.ident.key(), episodes); err != nil {
+		l.g.Warn.Warn("delivered\x00"+l.id, "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", l.id), zap.Error(err))
+	}
+	l.r.pending.Remove(fp)
+	l.g.persist(ctx, l.r)
+	l.Count("sample_rows", int64(len(episodes)))
+	l.Count("sample_objects", 1)
+	l.Count("sample_bytes", int64(bytes))
+}
+
+// Count adds n to one of the run's counts, which its close-out line shows.
+func (l Lease) Count(name string, n int64) { l.r.stats.add(name, n) }
+
+// newPendingObjects holds a run's uploads that have a range but no confirm
+// yet, by object fingerprint.
+func newPendingObjects() *lru.Cache[uint64, platform.Object] {
+	objs, _ := lru.New[uint64, platform.Object](maxPendingObjects) // errs only on a size < 1
+	return objs
+}
+
+// sampleRanges hands out a run's ranges per step.
+type sampleRanges struct {
+	mu         sync.Mutex
+	sequential bool                         // this process created the run
+	next       map[int64]int64              // step → next sequential range
+	used       map[int64]map[int64]struct{} // step → random ranges drawn
+}
+
+func newSampleRanges(sequential bool) *sampleRanges {
+	return &sampleRanges{sequential: sequential, next: map[int64]int64{}, used: map[int64]map[int64]struct{}{}}
+}
+
+// take returns a range for one more object of step.
+func (s *sampleRanges) take(step int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sequential {
+		r := s.next[step]
+		s.next[step] = r + 1
+		return r
+	}
+	used := s.used[step]
+	if used == nil {
+		used = map[int64]struct{}{}
+		s.used[step] = used
+	}
+	for {
+		r := randomRangeLow + rand.Int64N(randomRangeHigh-randomRangeLow)
+		if _, taken := used[r]; !taken {
+			used[r] = struct{}{}
+			return r
+		}
+	}
+}
+
+func (s *sampleRanges) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next, s.used = map[int64]int64{}, map[int64]map[int64]struct{}{}
+}

@@ -1,0 +1,194 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/logonce"
+	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/reject"
+)
+
+// Signals, as the counters' "signal" attribute.
+const (
+	SignalMetrics = "metrics"
+	SignalLogs    = "logs"
+)
+
+// ErrSkipped tells a push that the data was dealt with (counted, logged)
+// and must be neither sent nor retried.
+var ErrSkipped = errors.New("skipped")
+
+// Config is what the lifecycle takes from the exporter's configuration.
+type Config struct {
+	Defaults Defaults
+	TeamID   string
+	// RequireTeam refuses to create a run without a team, as the platform
+	// does; offline runs may leave it to whoever uploads them.
+	RequireTeam     bool
+	FinalizeGrace   time.Duration
+	FinalizeTimeout time.Duration
+	IdleTimeout     time.Duration
+	// RetryEnabled and RetryMaxElapsed are retry_on_failure's: whether
+	// handed-back data ever comes back, and how long exporterhelper tries.
+	RetryEnabled    bool
+	RetryMaxElapsed time.Duration
+	// Where says where a run can be seen, for log lines: its dashboard or
+	// its offline directory.
+	Where func(runID string) zap.Field
+	// Persistent says the store outlives the process, for the shutdown line.
+	Persistent bool
+}
+
+// Telemetry is the self-telemetry the lifecycle counts into.
+type Telemetry interface {
+	Reject(signal string, reason reject.Reason, n int)
+	Skip(signal string, reason reject.Reason, n int)
+	RunEvent(event string)
+	Post(outcome string)
+}
+
+// Deps are the lifecycle's collaborators, chosen once at start.
+type Deps struct {
+	API    platform.Runs
+	Store  Store
+	Logger *zap.Logger
+	Warn   *logonce.Logger
+	Tel    Telemetry
+	// Refused, when set, is the platform's refusal of the API key: once it
+	// returns an error, every push is dropped without a request.
+	Refused func() error
+	// Stopping closes when the collector begins to shut down, before
+	// exporterhelper drains its queue: from then on nothing waits in place
+	// (close-out rounds, waits for retries), so the drain ends within the
+	// shutdown deadline and what is unsent stays in the persistent queue.
+	Stopping <-chan struct{}
+}
+
+// Option adjusts a Registry for tests.
+type Option func(*Registry)
+
+// WithClock replaces time.Now for idle timeouts and retry ages.
+func WithClock(now func() time.Time) Option { return func(g *Registry) { g.now = now } }
+
+// WithPause replaces the wait between close-out rounds.
+func WithPause(pause func(ctx context.Context, d time.Duration) error) Option {
+	return func(g *Registry) { g.pause = pause }
+}
+
+// Registry maps resources to runs. One registry serves the metrics and
+// logs exporters built from one config.
+type Registry struct {
+	cfg Config
+	Deps
+	now   func() time.Time
+	pause func(ctx context.Context, d time.Duration) error
+
+	handBacks handBacks
+
+	mu   sync.Mutex
+	runs map[string]*run
+
+	closeouts sync.WaitGroup
+	stop      chan struct{}
+	janitor   sync.WaitGroup
+}
+
+// New builds a registry; Restore and Start bring it to life.
+func New(cfg Config, deps Deps, opts ...Option) *Registry {
+	g := &Registry{cfg: cfg, Deps: deps, now: time.Now, runs: map[string]*run{}, stop: make(chan struct{})}
+	g.pause = SleepUnless(deps.Stopping)
+	for _, o := range opts {
+		o(g)
+	}
+	return g
+}
+
+// SleepUnless waits d unless ctx ends or stopping closes.
+func SleepUnless(stopping <-chan struct{}) func(ctx context.Context, d time.Duration) error {
+	return func(ctx context.Context, d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stopping:
+			return errStopping
+		case <-t.C:
+			return nil
+		}
+	}
+}
+
+var errStopping = errors.New("the collector is shutting down")
+
+// Lease is a push's hold on a run: while any lease is out, a close-out
+// waits, so that everything received before the end is sent before it.
+type Lease struct {
+	g  *Registry
+	r  *run
+	id string
+}
+
+// ID is the run's platform id.
+func (l Lease) ID() string { return l.id }
+
+// Release ends the push's hold.
+func (l Lease) Release() { l.r.release() }
+
+// Acquire resolves the resource's run, creating it on its first data, and
+// holds it open until Release. Data that can never be sent (no identity, a
+// closed run, a refused create, no team) is counted and logged here, once
+// per run and reason, and comes back as ErrSkipped; any other error is
+// retryable.
+func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal string, records int) (Lease, error) {
+	if g.Refused != nil && g.Refused() != nil {
+		g.Tel.Reject(signal, reject.Unauthorized, records)
+		return Lease{}, ErrSkipped
+	}
+	ident, err := resolveIdentity(res, g.cfg.Defaults)
+	if err != nil {
+		g.Tel.Reject(signal, reject.NoIdentity, records)
+		g.Warn.Warn("no_identity", "Rejected data without a run identity: it is dropped", zap.String("signal", signal), zap.Int("records", records), zap.Error(err))
+		return Lease{}, ErrSkipped
+	}
+	if kind := runKind(res); kind != "train" {
+		g.Tel.Skip(signal, reject.RunKind, records)
+		g.Warn.Warn("kind\x00"+ident.key(), "Skipped data of a run kind that is not handled yet", zap.Stringer("run", ident), zap.String("prime.run.kind", kind))
+		return Lease{}, ErrSkipped
+	}
+	r := g.lookup(ident)
+	if err := r.hold(g.now()); err != nil {
+		g.Tel.Reject(signal, reject.RunClosed, records)
+		g.Warn.Warn("closed\x00"+ident.key(), "Refused data for a run that is already closed out: it is not sent", zap.Stringer("run", ident), zap.String("run_id", r.platformID()), zap.String("signal", signal))
+		return Lease{}, ErrSkipped
+	}
+	id, err := g.ensure(ctx, r, res)
+	if err != nil {
+		r.release()
+		if rej, ok := errors.AsType[*reject.Rejection](err); ok {
+			g.Tel.Reject(signal, rej.Reason, records)
+			g.Warn.Warn(string(rej.Reason)+"\x00"+ident.key(), "Rejected data: the run cannot be created, so it is dropped", zap.Stringer("run", ident), zap.String("signal", signal), zap.Error(err))
+			return Lease{}, ErrSkipped
+		}
+		return Lease{}, err
+	}
+	return Lease{g: g, r: r, id: id}, nil
+}
+
+func (g *Registry) lookup(ident identity) *run {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key := ident.key()
+	r, ok := g.runs[key]
+	if !ok {
+		r = newRun(ident)
+		g.runs[key] = r
+	}
+	return r
+}

@@ -1,0 +1,126 @@
+package runs
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/platform"
+)
+
+// errRunClosed marks data for a run that was already closed out.
+var errRunClosed = errors.New("run is closed")
+
+type runState int
+
+const (
+	stateOpen    runState = iota
+	stateEnding           // prime.run.end received; the grace period runs
+	stateClosing          // no new data; draining, then the close-out requests
+	stateClosed
+)
+
+// run is one entry of the registry: one platform run, whichever signal,
+// pipeline or process its data comes from.
+type run struct {
+	ident identity
+
+	// createMu serialises the first create, so that concurrent first data
+	// from both signals makes one request and the others wait for its id.
+	createMu sync.Mutex
+
+	mu        sync.Mutex
+	id        string
+	refusal   error
+	refusedAt time.Time
+	state     runState
+	end       End
+	endTimer  *time.Timer
+	inflight  int
+	drained   chan struct{} // closed when inflight reaches 0 while closing
+	lastSeen  time.Time
+
+	sent    *sentValues
+	ranges  *sampleRanges
+	pending *lru.Cache[uint64, platform.Object]
+	stats   runStats
+}
+
+func newRun(ident identity) *run {
+	// Only the process that creates a run can count its sample ranges from
+	// 0; an attached run may have had another writer.
+	return &run{ident: ident, sent: newSentValues(), ranges: newSampleRanges(!ident.attach), pending: newPendingObjects()}
+}
+
+func (r *run) platformID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.id
+}
+
+func (r *run) setID(id string) {
+	r.mu.Lock()
+	r.id = id
+	r.mu.Unlock()
+}
+
+// hold counts a push in; a closing or closed run takes no more data.
+func (r *run) hold(now time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state >= stateClosing {
+		return errRunClosed
+	}
+	r.inflight++
+	r.lastSeen = now
+	return nil
+}
+
+func (r *run) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inflight--
+	if r.inflight == 0 && r.drained != nil {
+		close(r.drained)
+		r.drained = nil
+	}
+}
+
+// dropState drops what a closed run no longer needs; the entry itself
+// stays, so that later data for it is refused rather than starting a new
+// run.
+func (r *run) dropState() {
+	r.sent.reset()
+	r.ranges.reset()
+	r.pending.Purge()
+}
+
+// runStats are one run's counts for its close-out log line.
+type runStats struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (s *runStats) add(name string, v int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[string]int64{}
+	}
+	s.n[name] += v
+}
+
+func (s *runStats) fields() []zap.Field {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]zap.Field, 0, len(s.n))
+	for _, k := range slices.Sorted(maps.Keys(s.n)) {
+		out = append(out, zap.Int64(k, s.n[k]))
+	}
+	return out
+}

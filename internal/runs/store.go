@@ -1,0 +1,96 @@
+package runs
+
+import (
+	"context"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// Store keeps what the registry must remember about a run across a
+// collector restart: identity → platform run id, whether it ended or was
+// closed, its sample_id range counters, its unconfirmed uploads, and which
+// episodes it already delivered. MemStore remembers nothing across a
+// restart; ExtensionStore keeps it in a storage extension.
+type Store interface {
+	// Load returns every run saved before.
+	Load(ctx context.Context) ([]SavedRun, error)
+	// Save replaces one run's record.
+	Save(ctx context.Context, sr SavedRun) error
+	// Delivered reports, for each episode fingerprint, whether it was
+	// confirmed before.
+	Delivered(ctx context.Context, runKey string, fps []uint64) ([]bool, error)
+	// MarkDelivered records confirmed episodes.
+	MarkDelivered(ctx context.Context, runKey string, fps []uint64) error
+	Close(ctx context.Context) error
+}
+
+// SavedRun is one run's record in a store. It is small: the counters and
+// unconfirmed uploads, not the delivered set, which has a key per episode.
+type SavedRun struct {
+	Key      string `json:"key"`
+	Source   string `json:"source"`
+	Value    string `json:"value"`
+	Attach   bool   `json:"attach,omitempty"`
+	ID       string `json:"id,omitempty"`
+	State    string `json:"state,omitempty"` // "", "ending", "closed"
+	EndState string `json:"end_status,omitempty"`
+	EndWhy   string `json:"end_reason,omitempty"`
+	// Ranges is the next sequential sample_id range per step.
+	Ranges map[string]int64 `json:"ranges,omitempty"`
+	// Pending are uploads with a range but no confirm yet, by object
+	// fingerprint (hex).
+	Pending map[string]SavedObject `json:"pending,omitempty"`
+}
+
+// SavedObject is a pending upload in a store.
+type SavedObject struct {
+	Step        int64     `json:"step"`
+	Range       int64     `json:"range"`
+	URL         string    `json:"url,omitempty"`
+	Key         string    `json:"key,omitempty"`
+	PresignedAt time.Time `json:"presigned_at,omitzero"`
+	ExpiresIn   int64     `json:"expires_in_s,omitempty"`
+	Put         bool      `json:"put,omitempty"`
+}
+
+// maxMemDelivered bounds the in-memory delivered set; past it the least
+// recently seen is forgotten, which at worst lets a replay of a very old
+// batch through.
+const maxMemDelivered = 1 << 18
+
+type deliveredKey struct {
+	run string
+	fp  uint64
+}
+
+// MemStore is the store without a storage extension: the delivered set
+// lives in memory, bounded, and nothing survives a restart.
+type MemStore struct {
+	seen *lru.Cache[deliveredKey, struct{}]
+}
+
+// NewMemStore returns an empty in-memory store.
+func NewMemStore() *MemStore {
+	seen, _ := lru.New[deliveredKey, struct{}](maxMemDelivered) // errs only on a size < 1
+	return &MemStore{seen: seen}
+}
+
+func (*MemStore) Load(context.Context) ([]SavedRun, error) { return nil, nil }
+func (*MemStore) Save(context.Context, SavedRun) error     { return nil }
+func (*MemStore) Close(context.Context) error              { return nil }
+
+func (m *MemStore) Delivered(_ context.Context, runKey string, fps []uint64) ([]bool, error) {
+	out := make([]bool, len(fps))
+	for i, fp := range fps {
+		out[i] = m.seen.Contains(deliveredKey{runKey, fp})
+	}
+	return out, nil
+}
+
+func (m *MemStore) MarkDelivered(_ context.Context, runKey string, fps []uint64) error {
+	for _, fp := range fps {
+		m.seen.Add(deliveredKey{runKey, fp}, struct{}{})
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+// Package upload turns a push's prime.episode records into step-keyed
+// Parquet objects and puts them into the run's sample table through a
+// platform.Objects sink: presign → PUT → confirm online, one file offline.
+// It talks to the run lifecycle only through runs.Lease.
+//
+// Decisions, and why:
+//
+//   - Every step is uploaded on its own: a step that fails is handed back
+//     to the collector's retry by itself, and the other steps of the batch
+//     still go. Once the platform is down, the rest goes back unsent, in
+//     step order.
+//   - An object is known by the content of its episodes (a fingerprint of
+//     their columns, which a replay of the same records reproduces). Its
+//     range and upload progress are kept by the lease from the first
+//     attempt on, so the retry of the same records reuses its range and URL
+//     and, after a successful PUT, only confirms: the viewer unions every
+//     object of a step, so an object uploaded twice would show its rows
+//     twice.
+//   - Episodes confirmed before are left out (already_delivered), so a
+//     batch the queue replays after a restart adds nothing.
+//   - A step's episodes are cut into objects of at most max_object_bytes of
+//     text; one episode larger than max_episode_bytes is rejected alone.
+//   - Eval work, steps off the cadence and empty trajectories have no row:
+//     they are skipped and counted apart from rejections.
+package upload

@@ -1,0 +1,242 @@
+package upload
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/logonce"
+	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/reject"
+	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/sampletable"
+)
+
+// Config shapes the sample tables.
+type Config struct {
+	StepInterval    int64
+	MaxEpisodeBytes int64
+	MaxObjectBytes  int64
+}
+
+// Telemetry is the self-telemetry the uploader counts into.
+type Telemetry interface {
+	Reject(signal string, reason reject.Reason, n int)
+	Skip(signal string, reason reject.Reason, n int)
+	SamplesUploaded(rows, objects, bytes int)
+}
+
+// Uploader maps and uploads episodes. It is safe for concurrent use.
+type Uploader struct {
+	cfg  Config
+	sink platform.Objects
+	tel  Telemetry
+	warn *logonce.Logger
+
+	encoders sync.Pool // *sampletable.Encoder; not safe for concurrent use
+}
+
+// New returns an uploader that stores objects in sink.
+func New(cfg Config, sink platform.Objects, tel Telemetry, warn *logonce.Logger) *Uploader {
+	return &Uploader{cfg: cfg, sink: sink, tel: tel, warn: warn,
+		encoders: sync.Pool{New: func() any { return sampletable.NewEncoder() }}}
+}
+
+// Loc is where a record sits in its resource's scope logs, so a failed
+// step can hand its records back.
+type Loc struct{ Scope, Record int }
+
+// Batch is one run's accepted episodes of one push, by step.
+type Batch map[int64][]episode
+
+type episode struct {
+	ep  sampletable.Episode
+	loc Loc
+	fp  uint64 // fingerprint, set by undelivered
+}
+
+// Locs is where every episode of the batch sits.
+func (b Batch) Locs() map[Loc]bool {
+	out := map[Loc]bool{}
+	for _, eps := range b {
+		for _, e := range eps {
+			out[e.loc] = true
+		}
+	}
+	return out
+}
+
+// Accept maps one record into b; what has no row is counted and logged
+// here.
+func (u *Uploader) Accept(l runs.Lease, b Batch, lr plog.LogRecord, loc Loc) {
+	ep, err := sampletable.FromRecord(lr.Attributes(), lr.Body(), lr.Timestamp(), lr.ObservedTimestamp(), time.Now())
+	switch {
+	case err != nil:
+		reason := reject.BadValue
+		if rej, ok := errors.AsType[*reject.Rejection](err); ok {
+			reason = rej.Reason
+		}
+		u.reject(l, reason, 1, "episode\x00"+l.ID()+"\x00"+string(reason), "Rejected a prime.episode record that cannot become a row",
+			zap.String("reason", string(reason)), zap.Error(err))
+	case ep.Eval:
+		u.skip(l, reject.Eval, 1)
+	case ep.Step%u.cfg.StepInterval != 0:
+		u.skip(l, reject.OffCadence, 1)
+	case ep.EmptyTrajectory:
+		u.skip(l, reject.EmptyTrajectory, 1)
+	case int64(ep.Size) > u.cfg.MaxEpisodeBytes:
+		u.reject(l, reject.EpisodeTooLarge, 1, "episode\x00"+l.ID()+"\x00too_large", "Rejected a prime.episode larger than samples.max_episode_bytes",
+			zap.Int64("step", ep.Step), zap.Int("bytes", ep.Size), zap.Int64("max_episode_bytes", u.cfg.MaxEpisodeBytes))
+	default:
+		b[ep.Step] = append(b[ep.Step], episode{ep: ep, loc: loc})
+	}
+}
+
+func (u *Uploader) skip(l runs.Lease, reason reject.Reason, n int) {
+	u.tel.Skip(runs.SignalLogs, reason, n)
+	l.Count("episodes_skipped", int64(n))
+}
+
+// reject counts n lost episodes and warns once per key.
+func (u *Uploader) reject(l runs.Lease, reason reject.Reason, n int, key, msg string, fields ...zap.Field) {
+	u.tel.Reject(runs.SignalLogs, reason, n)
+	l.Count("episodes_rejected", int64(n))
+	u.warn.Warn(key, msg, append([]zap.Field{zap.String("run_id", l.ID())}, fields...)...)
+}
+
+// Upload sends the batch step by step, in step order, and returns the
+// records to retry with the error to retry them with. A step the platform
+// refused for good is counted and logged, not returned.
+func (u *Uploader) Upload(ctx context.Context, l runs.Lease, b Batch) (map[Loc]bool, error) {
+	var retry map[Loc]bool
+	var errs []error
+	fail := func(eps []episode, err error) {
+		if retry == nil {
+			retry = map[Loc]bool{}
+		}
+		for _, e := range eps {
+			retry[e.loc] = true
+		}
+		errs = append(errs, err)
+	}
+	var down error
+	for _, step := range slices.Sorted(maps.Keys(b)) {
+		if down != nil {
+			fail(b[step], down)
+			continue
+		}
+		eps, err := u.undelivered(ctx, l, b[step])
+		if err != nil {
+			fail(b[step], err)
+			continue
+		}
+		for _, part := range splitBySize(eps, u.cfg.MaxObjectBytes) {
+			if down != nil {
+				fail(part, down)
+				continue
+			}
+			err := u.uploadObject(ctx, l, step, part)
+			switch {
+			case err == nil:
+			case platform.Permanent(err):
+				u.reject(l, reject.UploadRejected, len(part), "upload\x00"+l.ID()+"\x00"+platform.Class(err),
+					"The platform refused a step's sample object: its episodes are dropped", zap.Int64("step", step), zap.Int("episodes", len(part)), zap.Error(err))
+			default:
+				fail(part, err)
+				if platform.Down(err) {
+					down = err
+				}
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	return retry, platform.Retryable(platform.FirstRetryError(errs))
+}
+
+// undelivered leaves out the episodes confirmed before.
+func (u *Uploader) undelivered(ctx context.Context, l runs.Lease, eps []episode) ([]episode, error) {
+	fps := make([]uint64, len(eps))
+	for i := range eps {
+		eps[i].fp = episodeFingerprint(eps[i].ep)
+		fps[i] = eps[i].fp
+	}
+	done, err := l.Delivered(ctx, fps)
+	if err != nil {
+		return nil, err
+	}
+	out := eps[:0:0]
+	for i, e := range eps {
+		if done[i] {
+			u.skip(l, reject.AlreadyDelivered, 1)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// splitBySize cuts a step's episodes into parts of at most max bytes of
+// encoded text; every part holds at least one episode.
+func splitBySize(eps []episode, max int64) [][]episode {
+	if len(eps) == 0 {
+		return nil
+	}
+	var parts [][]episode
+	start, size := 0, int64(0)
+	for i, e := range eps {
+		if i > start && size+int64(e.ep.Size) > max {
+			parts = append(parts, eps[start:i])
+			start, size = i, 0
+		}
+		size += int64(e.ep.Size)
+	}
+	return append(parts, eps[start:])
+}
+
+// uploadObject encodes one object and stores it, resuming a pending upload
+// of the same episodes.
+func (u *Uploader) uploadObject(ctx context.Context, l runs.Lease, step int64, part []episode) error {
+	fp := objectFingerprint(step, part)
+	obj := l.Object(ctx, fp, step)
+	body, err := u.encode(l.ID(), step, obj.Range, part)
+	if err != nil {
+		return err
+	}
+	save := func(o platform.Object) { l.SaveObject(ctx, fp, o) }
+	if err := u.sink.Store(ctx, l.ID(), obj, body, save); err != nil {
+		return err
+	}
+	fps := make([]uint64, len(part))
+	for i, e := range part {
+		fps[i] = e.fp
+	}
+	l.ObjectDone(ctx, fp, fps, len(body))
+	u.tel.SamplesUploaded(len(part), 1, len(body))
+	return nil
+}
+
+func (u *Uploader) encode(runID string, step, rangeIdx int64, part []episode) ([]byte, error) {
+	eps := make([]sampletable.Episode, len(part))
+	size := 0
+	for i, e := range part {
+		eps[i] = e.ep
+		size += e.ep.Size
+	}
+	enc := u.encoders.Get().(*sampletable.Encoder)
+	defer u.encoders.Put(enc)
+	var buf bytes.Buffer
+	buf.Grow(size/2 + 4096)
+	if err := enc.Encode(&buf, runID, step, rangeIdx, eps); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
