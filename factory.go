@@ -114,29 +114,32 @@ func (s *share) get(cfg *Config, set exporter.Settings) (*primeExporter, error) 
 }
 
 func (s *share) createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
-	cfg := c.(*Config)
-	e, err := s.get(cfg, set)
-	if err != nil {
-		return nil, err
-	}
-	m, err := exporterhelper.NewMetrics(ctx, set, cfg, e.pushMetrics, helperOptions(e)...)
-	if err != nil {
-		return nil, err
-	}
-	return stoppingMetrics{m, stopNotifier{m, e}}, nil
+	return buildSignal(s, set, c, func(e *primeExporter) (exporter.Metrics, error) {
+		return exporterhelper.NewMetrics(ctx, set, c, e.pushMetrics, helperOptions(e)...)
+	}, func(m exporter.Metrics, n stopNotifier) exporter.Metrics { return stoppingMetrics{m, n} })
 }
 
 func (s *share) createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
-	cfg := c.(*Config)
-	e, err := s.get(cfg, set)
+	return buildSignal(s, set, c, func(e *primeExporter) (exporter.Logs, error) {
+		return exporterhelper.NewLogs(ctx, set, c, e.pushLogs, helperOptions(e)...)
+	}, func(l exporter.Logs, n stopNotifier) exporter.Logs { return stoppingLogs{l, n} })
+}
+
+// buildSignal builds one signal's exporterhelper exporter on the config's
+// shared exporter, and gives it the shutdown notice of stopNotifier.
+func buildSignal[X component.Component](s *share, set exporter.Settings, c component.Config,
+	build func(*primeExporter) (X, error), notify func(X, stopNotifier) X,
+) (X, error) {
+	var none X
+	e, err := s.get(c.(*Config), set)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	l, err := exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs, helperOptions(e)...)
+	x, err := build(e)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	return stoppingLogs{l, stopNotifier{l, e}}, nil
+	return notify(x, stopNotifier{x, e}), nil
 }
 
 // stoppingMetrics and stoppingLogs are the helpers' exporters with the

@@ -2,7 +2,6 @@ package primeexporter
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -69,12 +68,8 @@ type resourceEvents struct {
 }
 
 func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rl plog.ResourceLogs, retry plog.Logs) error {
-	l, err := b.reg.Acquire(ctx, rl.Resource(), runs.SignalLogs, logRecordCount(rl))
-	if errors.Is(err, runs.ErrSkipped) {
-		return nil
-	}
-	if err != nil {
-		rl.CopyTo(retry.ResourceLogs().AppendEmpty())
+	l, ok, err := acquire(ctx, b.reg, rl, retry.ResourceLogs(), runs.SignalLogs, logRecordCount(rl))
+	if !ok {
 		return err
 	}
 	defer l.Release()

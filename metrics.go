@@ -2,7 +2,6 @@ package primeexporter
 
 import (
 	"context"
-	"errors"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -40,12 +39,8 @@ func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) err
 // pushResourceMetrics sends one resource's steps, appending to retry what
 // failed.
 func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm pmetric.ResourceMetrics, opts stepmetrics.Options, retry pmetric.Metrics) error {
-	l, err := b.reg.Acquire(ctx, rm.Resource(), runs.SignalMetrics, dataPointCount(rm))
-	if errors.Is(err, runs.ErrSkipped) {
-		return nil
-	}
-	if err != nil {
-		rm.CopyTo(retry.ResourceMetrics().AppendEmpty())
+	l, ok, err := acquire(ctx, b.reg, rm, retry.ResourceMetrics(), runs.SignalMetrics, dataPointCount(rm))
+	if !ok {
 		return err
 	}
 	defer l.Release()

@@ -1,6 +1,8 @@
 package primeexporter
 
 import (
+	"context"
+	"errors"
 	"iter"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -55,4 +57,19 @@ func pushEach[R resourceData[R], S resourceSlice[R]](reg *runs.Registry, in, ret
 		reg.Settle(rd.Resource())
 	}
 	return errs
+}
+
+// acquire holds rd's run for a push. ok is false when there is nothing to
+// send: the data was skipped (counted and logged), or it went into retry
+// whole, with err.
+func acquire[R resourceData[R], S resourceSlice[R]](ctx context.Context, reg *runs.Registry, rd R, retry S, signal string, records int) (l runs.Lease, ok bool, err error) {
+	l, err = reg.Acquire(ctx, rd.Resource(), signal, records)
+	switch {
+	case errors.Is(err, runs.ErrSkipped):
+		return l, false, nil
+	case err != nil:
+		rd.CopyTo(retry.AppendEmpty())
+		return l, false, err
+	}
+	return l, true, nil
 }

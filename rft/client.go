@@ -1,6 +1,7 @@
 package rft
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -90,12 +91,12 @@ func New(opts Options) (*Client, error) {
 		key:         opts.APIKey,
 		http:        withoutRedirects(opts.HTTPClient, defaultTimeout),
 		put:         withoutRedirects(put, defaultPutTimeout),
-		maxAttempts: orDefault(opts.MaxAttempts, defaultMaxAttempts),
-		putAttempts: orDefault(opts.PutAttempts, defaultPutAttempts),
+		maxAttempts: cmp.Or(opts.MaxAttempts, defaultMaxAttempts),
+		putAttempts: cmp.Or(opts.PutAttempts, defaultPutAttempts),
 		sleep:       opts.Sleep,
 		jitter:      opts.Jitter,
 		now:         opts.Now,
-		userAgent:   opts.UserAgent,
+		userAgent:   cmp.Or(opts.UserAgent, defaultUserAgent),
 	}
 	if c.sleep == nil {
 		c.sleep = sleepContext
@@ -105,9 +106,6 @@ func New(opts Options) (*Client, error) {
 	}
 	if c.now == nil {
 		c.now = time.Now
-	}
-	if c.userAgent == "" {
-		c.userAgent = defaultUserAgent
 	}
 	return c, nil
 }
@@ -143,13 +141,6 @@ func withoutRedirects(hc *http.Client, timeout time.Duration) *http.Client {
 	}
 	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &cp
-}
-
-func orDefault(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // validHeaderValue reports whether s can go into a header as is: no control

@@ -136,11 +136,7 @@ func (e *Error) Ambiguous() bool {
 func (e *Error) Permanent() bool { return !e.Retryable() }
 
 // AsError finds an *Error in err's chain.
-func AsError(err error) (*Error, bool) {
-	var e *Error
-	ok := errors.As(err, &e)
-	return e, ok
-}
+func AsError(err error) (*Error, bool) { return errors.AsType[*Error](err) }
 
 // classifyStatus maps a non-success status code to its class.
 func classifyStatus(code int) Class {

@@ -22,14 +22,7 @@ func (c *Client) PostMetrics(ctx context.Context, runID string, metrics map[stri
 	if runID == "" {
 		return c.refuse(opPostMetrics, "the run id is empty")
 	}
-	var bad []string
-	for k, v := range metrics {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			bad = append(bad, k)
-		}
-	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
+	if bad := NonFinite(metrics); len(bad) > 0 {
 		return c.refuse(opPostMetrics, clip("non-finite values (NaN or ±Inf) for "+strings.Join(bad, ", ")))
 	}
 	if metrics == nil {
@@ -37,6 +30,19 @@ func (c *Client) PostMetrics(ctx context.Context, runID string, metrics map[stri
 	}
 	_, err := c.call(ctx, route{
 		op: opPostMetrics, method: http.MethodPost, path: "/rft/metrics", replayable: true,
-	}, metricsRequest{RunID: runID, Metrics: metrics})
+	}, MetricsRequest{RunID: runID, Metrics: metrics})
 	return err
+}
+
+// NonFinite lists, sorted, the keys whose values JSON cannot carry: NaN
+// and ±Inf.
+func NonFinite(metrics map[string]float64) []string {
+	var bad []string
+	for k, v := range metrics {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = append(bad, k)
+		}
+	}
+	slices.Sort(bad)
+	return bad
 }

@@ -53,19 +53,18 @@ func (t *sendTrace) classify(err error) Class {
 // isDialError reports errors that can only happen before a connection
 // exists: a failed dial (refused, connect timeout) or name resolution.
 func isDialError(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
 		return true
 	}
-	var dns *net.DNSError
-	return errors.As(err, &dns)
+	_, isDNS := errors.AsType[*net.DNSError](err)
+	return isDNS
 }
 
 // redactTransportError strips the query string from the URL net/http puts
 // into its errors: for a presigned URL it is the signature.
 func redactTransportError(err error) error {
-	var ue *url.Error
-	if !errors.As(err, &ue) {
+	ue, ok := errors.AsType[*url.Error](err)
+	if !ok {
 		return err
 	}
 	return &url.Error{Op: ue.Op, URL: redactURL(ue.URL), Err: ue.Err}

@@ -61,9 +61,9 @@ type Run struct {
 	Status string // the platform's vocabulary, e.g. "RUNNING"
 }
 
-// metricsRequest is the body of POST /rft/metrics: one step's scalars in one
+// MetricsRequest is the body of POST /rft/metrics: one step's scalars in one
 // flat object, the step itself among them as "step".
-type metricsRequest struct {
+type MetricsRequest struct {
 	RunID   string             `json:"run_id"`
 	Metrics map[string]float64 `json:"metrics"`
 }

@@ -80,13 +80,8 @@ func (t *trainer) run(ctx context.Context) (outcome, error) {
 
 // sleepContext waits for d or until ctx is done.
 func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
 	select {
-	case <-timer.C:
+	case <-time.After(d):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

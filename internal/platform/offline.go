@@ -8,10 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -102,20 +100,10 @@ func (s *Offline) AttachRun(_ context.Context, runID string) error {
 
 // PostMetrics appends the body the online path would post.
 func (s *Offline) PostMetrics(_ context.Context, runID string, metrics map[string]float64) error {
-	var bad []string
-	for k, v := range metrics {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			bad = append(bad, k)
-		}
-	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
+	if bad := rft.NonFinite(metrics); len(bad) > 0 {
 		return fmt.Errorf("non-finite metric values are never sent: %s", strings.Join(bad, ", "))
 	}
-	line, err := json.Marshal(struct {
-		RunID   string             `json:"run_id"`
-		Metrics map[string]float64 `json:"metrics"`
-	}{runID, metrics})
+	line, err := json.Marshal(rft.MetricsRequest{RunID: runID, Metrics: metrics})
 	if err != nil {
 		return err
 	}

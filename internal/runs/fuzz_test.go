@@ -244,4 +244,3 @@ func (c *createChecker) create(body []byte) (int, string) {
 	c.srv.Handler().ServeHTTP(w, req)
 	return w.Code, w.Body.String()
 }
-

@@ -40,8 +40,8 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	var ae *apiError
-	if !errors.As(err, &ae) {
+	ae, ok := errors.AsType[*apiError](err)
+	if !ok {
 		ae = refuse(http.StatusInternalServerError, "rfttest: %v", err)
 	}
 	if ae.Status == http.StatusUnauthorized {

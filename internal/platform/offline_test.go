@@ -1,0 +1,65 @@
+package platform
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/primeintellect/primeexporter/rft"
+)
+
+func TestOfflineWritesTheBodiesTheOnlinePathWouldSend(t *testing.T) {
+	dir := t.TempDir()
+	off, err := NewOffline(dir)
+	require.NoError(t, err)
+	ctx := context.Background()
+	run, err := off.CreateRun(ctx, rft.CreateRunRequest{BaseModel: "m", Environments: []rft.Environment{}})
+	require.NoError(t, err)
+	require.NoError(t, off.PostMetrics(ctx, run.ID, map[string]float64{"step": 1, "loss": 0.5}))
+	require.NoError(t, off.Store(ctx, run.ID, Object{Step: 10, Range: 2}, []byte("PAR1…"), func(Object) { t.Fatal("a file has no progress to save") }))
+	require.NoError(t, off.Finalize(ctx, run.ID, 0))
+	require.NoError(t, off.SetStatus(ctx, run.ID, rft.StatusFailed, "late"), "a closed run stays as it is")
+
+	line, err := os.ReadFile(filepath.Join(dir, run.ID, MetricsFile))
+	require.NoError(t, err)
+	want, err := json.Marshal(rft.MetricsRequest{RunID: run.ID, Metrics: map[string]float64{"step": 1, "loss": 0.5}})
+	require.NoError(t, err)
+	assert.Equal(t, string(want)+"\n", string(line))
+
+	obj := filepath.Join(dir, run.ID, SamplesDir, "step_10_2.parquet")
+	body, err := os.ReadFile(obj)
+	require.NoError(t, err)
+	assert.Equal(t, "PAR1…", string(body))
+	info, err := os.Stat(obj)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "owner-only")
+
+	var rec RunRecord
+	raw, err := os.ReadFile(filepath.Join(dir, run.ID, RunFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &rec))
+	assert.Equal(t, "completed", rec.Status)
+	assert.Equal(t, "m", rec.Spec.BaseModel)
+}
+
+func TestOfflineRefusesWhatJSONOrTheFilesystemCannotHold(t *testing.T) {
+	dir := t.TempDir()
+	off, err := NewOffline(dir)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, id := range []string{"..", "a/b", `a\b`, "a\x00b", ""} {
+		assert.Error(t, off.AttachRun(ctx, id), "run id %q", id)
+	}
+	require.NoError(t, off.AttachRun(ctx, "run-1"))
+	err = off.PostMetrics(ctx, "run-1", map[string]float64{"b": math.Inf(1), "a": math.NaN(), "ok": 1})
+	require.EqualError(t, err, "non-finite metric values are never sent: a, b")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "nothing was made outside run-1")
+}
