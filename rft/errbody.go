@@ -41,14 +41,23 @@ func platformMessage(body []byte) string {
 	return clip(compactJSON(body))
 }
 
+// plainText reads what detail and error have in common: absent or null says
+// nothing, a string is the message itself. ok=false leaves raw to the
+// caller's structured form.
+func plainText(raw json.RawMessage) (text string, ok bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", true
+	}
+	if json.Unmarshal(raw, &text) == nil {
+		return text, true
+	}
+	return "", false
+}
+
 // detailText renders FastAPI's detail: a string, or a list of validation
 // errors {"loc": [...], "msg": "..."}.
 func detailText(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if s, ok := plainText(raw); ok {
 		return s
 	}
 	var items []struct {
@@ -79,11 +88,7 @@ func detailText(raw json.RawMessage) string {
 
 // errorText renders {"code","message"} as "message (code)", or a bare string.
 func errorText(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if s, ok := plainText(raw); ok {
 		return s
 	}
 	var e struct {

@@ -165,23 +165,24 @@ func countPoints(rm *metricdata.ResourceMetrics) int {
 	n := 0
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Gauge[float64]:
-				n += len(d.DataPoints)
-			case metricdata.Gauge[int64]:
-				n += len(d.DataPoints)
-			case metricdata.Sum[float64]:
-				n += len(d.DataPoints)
-			case metricdata.Sum[int64]:
-				n += len(d.DataPoints)
-			case metricdata.Histogram[float64]:
-				n += len(d.DataPoints)
-			case metricdata.Histogram[int64]:
-				n += len(d.DataPoints)
-			}
+			n += countPointsOf[float64](m.Data) + countPointsOf[int64](m.Data)
 		}
 	}
 	return n
+}
+
+// countPointsOf counts the points of a gauge, sum or histogram over N; any
+// other aggregation, or one over the other number type, counts 0.
+func countPointsOf[N int64 | float64](data metricdata.Aggregation) int {
+	switch d := data.(type) {
+	case metricdata.Gauge[N]:
+		return len(d.DataPoints)
+	case metricdata.Sum[N]:
+		return len(d.DataPoints)
+	case metricdata.Histogram[N]:
+		return len(d.DataPoints)
+	}
+	return 0
 }
 
 // countingLogExporter counts the log records the collector accepted.

@@ -22,8 +22,8 @@ const (
 // every later read into a no-op, so a handler reads all its keys and checks
 // once; the error names the offending key with its path.
 type fields struct {
-	m    map[string]any
-	path string // prefix for key names in errors, e.g. "environments[0]."
+	m    map[string]any // the object, as decoded
+	path string         // prefix for key names in errors, e.g. "environments[0]."
 	read map[string]bool
 	err  error
 }

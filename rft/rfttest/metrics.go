@@ -10,8 +10,7 @@ import (
 
 // postMetrics handles POST <prefix>/rft/metrics: one step's scalars, merged
 // into the step's row, so replaying a post is harmless.
-func (s *Server) postMetrics(body map[string]any, _ string) (reply, error) {
-	f := newFields(body, "")
+func (s *Server) postMetrics(f *fields, _ string) (reply, error) {
 	runID := f.str("run_id", required)
 	values := f.object("metrics", required)
 	if err := f.check(); err != nil {
@@ -21,19 +20,14 @@ func (s *Server) postMetrics(body map[string]any, _ string) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.openRunLocked(runID, "add metrics to")
-	if err != nil {
-		return reply{}, err
-	}
-	if r.metrics[step] == nil {
-		r.metrics[step] = make(map[string]float64, len(row))
-	}
-	maps.Copy(r.metrics[step], row)
-	r.metricPosts++
-	return reply{http.StatusOK, successBody()}, nil
+	return s.withOpenRun(runID, "add metrics to", func(r *runState) (reply, error) {
+		if r.metrics[step] == nil {
+			r.metrics[step] = make(map[string]float64, len(row))
+		}
+		maps.Copy(r.metrics[step], row)
+		r.metricPosts++
+		return reply{http.StatusOK, successBody()}, nil
+	})
 }
 
 // readMetrics splits a "metrics" object into its step and its values; every

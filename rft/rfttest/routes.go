@@ -38,9 +38,11 @@ type endpoint struct {
 	serve func(w http.ResponseWriter, r *http.Request, body []byte)
 }
 
-// platformFunc handles a decoded, authenticated platform call. pathRunID is
-// the run id from the path, for the status route.
-type platformFunc func(body map[string]any, pathRunID string) (reply, error)
+// platformFunc handles a decoded, authenticated platform call: it reads the
+// body's keys through f and refuses the body on f.check() before it acts, so
+// that a body it gets wrong changes nothing. pathRunID is the run id from the
+// path, for the status route.
+type platformFunc func(f *fields, pathRunID string) (reply, error)
 
 // reply is a successful platform answer.
 type reply struct {
@@ -104,7 +106,7 @@ func (s *Server) platform(route Route, fn platformFunc, pathRunID string) endpoi
 			writeError(w, err)
 			return
 		}
-		rep, err := fn(obj, pathRunID)
+		rep, err := fn(newFields(obj, ""), pathRunID)
 		if err != nil {
 			writeError(w, err)
 			return

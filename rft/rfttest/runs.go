@@ -9,8 +9,7 @@ import (
 // create handles POST <prefix>/rft/external-runs. Every create registers a
 // new run, so a replay after a lost response makes a second one, exactly the
 // hazard the spec calls "not replayable".
-func (s *Server) create(body map[string]any, _ string) (reply, error) {
-	f := newFields(body, "")
+func (s *Server) create(f *fields, _ string) (reply, error) {
 	f.nonEmptyStr("base_model", required)
 	f.count("max_steps", required)
 	envs := f.list("environments", required)
@@ -37,7 +36,7 @@ func (s *Server) create(body map[string]any, _ string) (reply, error) {
 	if s.allowedTeams != nil && !s.allowedTeams[team] {
 		return reply{}, refuse(http.StatusForbidden, "External training runs are not enabled for this team")
 	}
-	run := newRunState(s.newRunIDLocked(), copyJSON(body).(map[string]any))
+	run := newRunState(s.newRunIDLocked(), copyJSON(f.m).(map[string]any))
 	s.addRunLocked(run)
 	if name == "" {
 		name = run.id // the platform names a run it was not given a name for
@@ -71,59 +70,58 @@ func (s *Server) newRunIDLocked() string {
 	}
 }
 
-// runLocked finds a run or refuses with 404.
-func (s *Server) runLocked(id string) (*runState, error) {
+// withRun calls fn on the run named id with the lock held from the lookup
+// on, so that fn sees the run as it was found; an unknown run is a 404.
+func (s *Server) withRun(id string, fn func(*runState) (reply, error)) (reply, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	r, ok := s.runs[id]
 	if !ok {
-		return nil, refuse(http.StatusNotFound, "Run %s not found", id)
+		return reply{}, refuse(http.StatusNotFound, "Run %s not found", id)
 	}
-	return r, nil
+	return fn(r)
 }
 
-// openRunLocked finds a run that still takes writes: unknown is a 404,
-// closed a 409 (see the package doc).
-func (s *Server) openRunLocked(id, action string) (*runState, error) {
-	r, err := s.runLocked(id)
-	if err != nil {
-		return nil, err
-	}
-	if r.closed() {
-		return nil, refuse(http.StatusConflict, "Cannot %s run in '%s' state.", action, r.status)
-	}
-	return r, nil
+// withOpenRun is withRun for a write: a closed run refuses it (see the
+// package doc).
+func (s *Server) withOpenRun(id, action string, fn func(*runState) (reply, error)) (reply, error) {
+	return s.withRun(id, func(r *runState) (reply, error) {
+		if r.closed() {
+			return reply{}, refuseClosed(r, action)
+		}
+		return fn(r)
+	})
+}
+
+// refuseClosed is the 409 a closed run answers a write with.
+func refuseClosed(r *runState, action string) error {
+	return refuse(http.StatusConflict, "Cannot %s run in '%s' state.", action, r.status)
 }
 
 // finalize handles POST <prefix>/rft/finalize: a compare-and-set from
 // RUNNING to COMPLETED. Finalizing a finalized run succeeds and changes
 // nothing; a run closed by the status route is a 409.
-func (s *Server) finalize(body map[string]any, _ string) (reply, error) {
-	f := newFields(body, "")
+func (s *Server) finalize(f *fields, _ string) (reply, error) {
 	runID := f.str("run_id", required)
 	exitCode := f.integer("exit_code", required)
 	if err := f.check(); err != nil {
 		return reply{}, err
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.runLocked(runID)
-	if err != nil {
-		return reply{}, err
-	}
-	switch {
-	case r.finalized:
-	case r.closed():
-		return reply{}, refuse(http.StatusConflict, "Cannot finalize run in '%s' state.", r.status)
-	default:
-		r.status, r.finalized, r.exitCode = StatusCompleted, true, int(exitCode)
-	}
-	return reply{http.StatusOK, successBody()}, nil
+	return s.withRun(runID, func(r *runState) (reply, error) {
+		switch {
+		case r.finalized:
+		case r.closed():
+			return reply{}, refuseClosed(r, "finalize")
+		default:
+			r.status, r.finalized, r.exitCode = StatusCompleted, true, int(exitCode)
+		}
+		return reply{http.StatusOK, successBody()}, nil
+	})
 }
 
 // setStatus handles PUT <prefix>/rft/external-runs/{run_id}/status: the
 // one-way move of a RUNNING run to COMPLETED or FAILED.
-func (s *Server) setStatus(body map[string]any, runID string) (reply, error) {
-	f := newFields(body, "")
+func (s *Server) setStatus(f *fields, runID string) (reply, error) {
 	status := f.str("status", required)
 	message := f.str("error_message", optional)
 	if err := f.check(); err != nil {
@@ -132,18 +130,10 @@ func (s *Server) setStatus(body map[string]any, runID string) (reply, error) {
 	if status != "completed" && status != "failed" {
 		return reply{}, refuse(http.StatusBadRequest, "status must be 'completed' or 'failed', not %q", status)
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.runLocked(runID)
-	if err != nil {
-		return reply{}, err
-	}
-	if r.closed() {
-		return reply{}, refuse(http.StatusConflict, "Cannot update status of run in '%s' state.", r.status)
-	}
-	r.status, r.errorMessage = strings.ToUpper(status), message
-	return reply{http.StatusOK, map[string]any{
-		"run": map[string]any{"id": r.id, "status": r.status},
-	}}, nil
+	return s.withOpenRun(runID, "update status of", func(r *runState) (reply, error) {
+		r.status, r.errorMessage = strings.ToUpper(status), message
+		return reply{http.StatusOK, map[string]any{
+			"run": map[string]any{"id": r.id, "status": r.status},
+		}}, nil
+	})
 }
