@@ -9,7 +9,7 @@
 //     JavaScript's JSON.stringify writes null too, so the viewer reads what
 //     a JS producer would have sent, and the episode or metric holding one
 //     odd value is not lost over it. (Quoting them as "NaN" would turn a
-//     number into a string a reader cannot tell from a real one.)
+//     number into a string, which a reader cannot tell from a trainer's.)
 //
 //   - Numbers are formatted as encoding/json formats them: ints in decimal,
 //     doubles in shortest round-trip form, with an exponent only below 1e-6

@@ -19,49 +19,40 @@ type Reason string
 // Rejections of the input mapping (stepmetrics, sampletable): the value or
 // record does not fit what telemetry.md specifies.
 const (
-	// NoStep: a data point has no prime.step attribute and no step metric
-	// at its timestamp; a prime.metrics event has no prime.step; a
-	// prime.episode record has no prime.work.step.
+	// NoStep: a point, prime.metrics event or prime.episode record has no step.
 	NoStep Reason = "no_step"
-	// BadStep: the step is there but is not an integer (a string, a
-	// fractional double, …), or the step metric disagrees with itself.
+	// BadStep: the step is not an integer, or the step metric disagrees with itself.
 	BadStep Reason = "bad_step"
-	// NonFinite: a metric value is NaN or ±Inf, which the metrics post
-	// cannot carry (rft-api.md).
+	// NonFinite: a metric value is NaN or ±Inf, which the metrics post cannot carry.
 	NonFinite Reason = "non_finite"
-	// BadValue: a value does not fit its metric or column (a string metric,
-	// a map reward, a trajectory that is not a list of maps), or a
-	// prime.metrics body looks like JSON but does not parse.
+	// BadValue: a value does not fit its metric or column, or a prime.metrics body does not parse.
 	BadValue Reason = "bad_value"
 	// NoValues: a prime.metrics event carries no values at all.
 	NoValues Reason = "no_values"
 	// BadWorkType: prime.work.type is neither "train" nor "eval".
 	BadWorkType Reason = "bad_work_type"
-	// BadBody: a prime.episode body is neither a map nor text, or is text
-	// that starts like a JSON object but does not parse.
+	// BadBody: a prime.episode body is neither a map nor text, or looks like JSON but does not parse.
 	BadBody Reason = "bad_body"
 )
 
 // Rejections of the exporter itself: the data fit, but there is no run to
 // take it, or the platform refused it for good, so a retry cannot help.
 const (
-	// NoIdentity: the resource names no run (no prime.run.* identity).
+	// NoIdentity: the resource names no run.
 	NoIdentity Reason = "no_identity"
 	// RunClosed: data for a run that is already closed out.
 	RunClosed Reason = "run_closed"
-	// RunRefused: the platform refused, permanently, to create the run.
+	// RunRefused: the platform refused, for good, to create the run.
 	RunRefused Reason = "run_refused"
 	// NoTeam: the run cannot be created because no team is known for it.
 	NoTeam Reason = "no_team"
-	// Unauthorized: the platform refused the API key; nothing is sent
-	// until it is fixed.
+	// Unauthorized: the platform refused the API key; nothing is sent until it is fixed.
 	Unauthorized Reason = "unauthorized"
 	// PlatformRejected: the platform refused a step's metrics post for good.
 	PlatformRejected Reason = "platform_rejected"
 	// EpisodeTooLarge: an episode is larger than samples.max_episode_bytes.
 	EpisodeTooLarge Reason = "episode_too_large"
-	// UploadRejected: presigning, uploading or confirming a sample table
-	// object was refused for good.
+	// UploadRejected: presigning, uploading or confirming a sample object was refused for good.
 	UploadRejected Reason = "upload_rejected"
 )
 
@@ -76,8 +67,7 @@ const (
 	OffCadence Reason = "off_cadence"
 	// EmptyTrajectory: an episode with no trajectory, which has no row.
 	EmptyTrajectory Reason = "empty_trajectory"
-	// AlreadyDelivered: an episode a confirmed object already carries (a
-	// retry, or a replay after a restart).
+	// AlreadyDelivered: an episode a confirmed object already carries (a retry or a replay).
 	AlreadyDelivered Reason = "already_delivered"
 	// AlreadySent: metric values the platform already has for their step.
 	AlreadySent Reason = "already_sent"
