@@ -19,6 +19,9 @@ import (
 const (
 	metricRejected      = "otelcol_exporter_prime_records_rejected"
 	metricSkipped       = "otelcol_exporter_prime_records_skipped"
+	metricCoerced       = "otelcol_exporter_prime_records_coerced"
+	metricTraceBatches  = "otelcol_exporter_prime_trace_batches_uploaded"
+	metricTraceDocs     = "otelcol_exporter_prime_trace_documents_uploaded"
 	metricPosts         = "otelcol_exporter_prime_metric_posts"
 	metricRuns          = "otelcol_exporter_prime_runs"
 	metricSampleRows    = "otelcol_exporter_prime_sample_rows_uploaded"
@@ -44,17 +47,24 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	return &telemetry{b: b}, nil
 }
 
+// Reject counts records lost, by reason.
 func (t *telemetry) Reject(signal string, reason reject.Reason, n int) {
-	if n > 0 {
-		t.b.ExporterPrimeRecordsRejected.Add(context.Background(), int64(n), metric.WithAttributes(
-			attribute.String("signal", signal), attribute.String("reason", string(reason))))
-	}
+	t.bySignal(t.b.ExporterPrimeRecordsRejected, signal, reason, n)
 }
 
+// Skip counts records left out on purpose, by reason.
 func (t *telemetry) Skip(signal string, reason reject.Reason, n int) {
+	t.bySignal(t.b.ExporterPrimeRecordsSkipped, signal, reason, n)
+}
+
+// Coerce counts values taken as a Python user means them, by reason.
+func (t *telemetry) Coerce(signal string, reason reject.Reason, n int) {
+	t.bySignal(t.b.ExporterPrimeRecordsCoerced, signal, reason, n)
+}
+
+func (t *telemetry) bySignal(c metric.Int64Counter, signal string, reason reject.Reason, n int) {
 	if n > 0 {
-		t.b.ExporterPrimeRecordsSkipped.Add(context.Background(), int64(n), metric.WithAttributes(
-			attribute.String("signal", signal), attribute.String("reason", string(reason))))
+		c.Add(context.Background(), int64(n), metric.WithAttributes(attribute.String("signal", signal), attribute.String("reason", string(reason))))
 	}
 }
 
@@ -66,7 +76,18 @@ func (t *telemetry) RunEvent(event string) {
 	t.b.ExporterPrimeRuns.Add(context.Background(), 1, metric.WithAttributes(attribute.String("event", event)))
 }
 
-// samplesUploaded counts what reached the platform's sample table (or the
+// TracesUploaded counts what Prime Traces committed.
+func (t *telemetry) TracesUploaded(batches, documents int) {
+	ctx := context.Background()
+	if batches > 0 {
+		t.b.ExporterPrimeTraceBatchesUploaded.Add(ctx, int64(batches))
+	}
+	if documents > 0 {
+		t.b.ExporterPrimeTraceDocumentsUploaded.Add(ctx, int64(documents))
+	}
+}
+
+// SamplesUploaded counts what reached the platform's sample table (or the
 // offline directory): rows and bytes say how much, objects how many
 // presign → PUT → confirm rounds it took.
 func (t *telemetry) SamplesUploaded(rows, objects, bytes int) {

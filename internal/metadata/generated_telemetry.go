@@ -23,16 +23,19 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                              metric.Meter
-	mu                                 sync.Mutex
-	registrations                      []metric.Registration
-	ExporterPrimeMetricPosts           metric.Int64Counter
-	ExporterPrimeRecordsRejected       metric.Int64Counter
-	ExporterPrimeRecordsSkipped        metric.Int64Counter
-	ExporterPrimeRuns                  metric.Int64Counter
-	ExporterPrimeSampleBytesUploaded   metric.Int64Counter
-	ExporterPrimeSampleObjectsUploaded metric.Int64Counter
-	ExporterPrimeSampleRowsUploaded    metric.Int64Counter
+	meter                               metric.Meter
+	mu                                  sync.Mutex
+	registrations                       []metric.Registration
+	ExporterPrimeMetricPosts            metric.Int64Counter
+	ExporterPrimeRecordsCoerced         metric.Int64Counter
+	ExporterPrimeRecordsRejected        metric.Int64Counter
+	ExporterPrimeRecordsSkipped         metric.Int64Counter
+	ExporterPrimeRuns                   metric.Int64Counter
+	ExporterPrimeSampleBytesUploaded    metric.Int64Counter
+	ExporterPrimeSampleObjectsUploaded  metric.Int64Counter
+	ExporterPrimeSampleRowsUploaded     metric.Int64Counter
+	ExporterPrimeTraceBatchesUploaded   metric.Int64Counter
+	ExporterPrimeTraceDocumentsUploaded metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -70,6 +73,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{request}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ExporterPrimeRecordsCoerced, err = builder.meter.Int64Counter(
+		"otelcol_exporter_prime_records_coerced",
+		metric.WithDescription("Values the prime exporter took as a Python user means them (a number sent as a string, a bool metric, a non-string prompt), by reason: they are delivered. [Alpha]"),
+		metric.WithUnit("{value}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ExporterPrimeRecordsRejected, err = builder.meter.Int64Counter(
 		"otelcol_exporter_prime_records_rejected",
 		metric.WithDescription("Data points and log records the prime exporter refused, by reason: they are lost. [Alpha]"),
@@ -104,6 +113,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_exporter_prime_sample_rows_uploaded",
 		metric.WithDescription("Episode rows in sample table objects uploaded and confirmed (or written offline). [Alpha]"),
 		metric.WithUnit("{row}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterPrimeTraceBatchesUploaded, err = builder.meter.Int64Counter(
+		"otelcol_exporter_prime_trace_batches_uploaded",
+		metric.WithDescription("Batches of episode documents Prime Traces committed. [Alpha]"),
+		metric.WithUnit("{batch}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterPrimeTraceDocumentsUploaded, err = builder.meter.Int64Counter(
+		"otelcol_exporter_prime_trace_documents_uploaded",
+		metric.WithDescription("Episode documents in batches Prime Traces committed. [Alpha]"),
+		metric.WithUnit("{document}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

@@ -20,13 +20,19 @@ func TestSetupTelemetry(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Shutdown()
 	tb.ExporterPrimeMetricPosts.Add(context.Background(), 1)
+	tb.ExporterPrimeRecordsCoerced.Add(context.Background(), 1)
 	tb.ExporterPrimeRecordsRejected.Add(context.Background(), 1)
 	tb.ExporterPrimeRecordsSkipped.Add(context.Background(), 1)
 	tb.ExporterPrimeRuns.Add(context.Background(), 1)
 	tb.ExporterPrimeSampleBytesUploaded.Add(context.Background(), 1)
 	tb.ExporterPrimeSampleObjectsUploaded.Add(context.Background(), 1)
 	tb.ExporterPrimeSampleRowsUploaded.Add(context.Background(), 1)
+	tb.ExporterPrimeTraceBatchesUploaded.Add(context.Background(), 1)
+	tb.ExporterPrimeTraceDocumentsUploaded.Add(context.Background(), 1)
 	AssertEqualExporterPrimeMetricPosts(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterPrimeRecordsCoerced(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterPrimeRecordsRejected(t, testTel,
@@ -45,6 +51,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterPrimeSampleRowsUploaded(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterPrimeTraceBatchesUploaded(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterPrimeTraceDocumentsUploaded(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

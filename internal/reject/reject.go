@@ -75,6 +75,22 @@ const (
 	NotAnEvent Reason = "not_an_event"
 )
 
+// Coercions: a value that arrives in a form Python producers are known to
+// send is taken as the Python user meant it, and delivered. They are counted
+// apart from rejections and skips (otelcol_exporter_prime_records_coerced), so
+// that a trainer can find and fix them without losing data.
+const (
+	// NumberString: a step or metric value that arrives as a decimal-number
+	// string (the OTel Python SDK stringifies numpy scalars), taken as that
+	// number.
+	NumberString Reason = "number_string"
+	// BoolValue: a bool metric value, taken as 1 or 0.
+	BoolValue Reason = "bool"
+	// JSONText: a non-string prompt, answer or tag of a column-keyed episode,
+	// stored as its JSON text.
+	JSONText Reason = "json_text"
+)
+
 // Rejection is one thing that cannot be delivered, with its reason code and
 // the field it is about.
 type Rejection struct {

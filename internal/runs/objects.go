@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
@@ -38,7 +39,7 @@ func (l Lease) Delivered(ctx context.Context, fps []uint64) ([]bool, error) {
 // remembered (and saved) from the start, so that a retry or a restart
 // keeps its range instead of leaving a gap or reusing it.
 func (l Lease) Object(ctx context.Context, fp uint64, step int64) platform.Object {
-	if obj, ok := l.r.pending.Peek(fp); ok {
+	if obj, ok := l.r.pending.cache().Peek(fp); ok {
 		return obj
 	}
 	obj := platform.Object{Step: step, Range: l.r.ranges.take(step)}
@@ -48,7 +49,7 @@ func (l Lease) Object(ctx context.Context, fp uint64, step int64) platform.Objec
 
 // SaveObject records an upload's progress.
 func (l Lease) SaveObject(ctx context.Context, fp uint64, obj platform.Object) {
-	l.r.pending.Add(fp, obj)
+	l.r.pending.cache().Add(fp, obj)
 	l.g.persist(ctx, l.r)
 }
 
@@ -60,7 +61,7 @@ func (l Lease) ObjectDone(ctx context.Context, fp uint64, episodes []uint64, byt
 	if err := l.g.Store.MarkDelivered(ctx, l.r.ident.key(), episodes); err != nil {
 		l.g.Warn.Warn("delivered\x00"+l.id, "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", l.id), zap.Error(err))
 	}
-	l.r.pending.Remove(fp)
+	l.r.pending.cache().Remove(fp)
 	l.g.persist(ctx, l.r)
 	l.Count("sample_rows", int64(len(episodes)))
 	l.Count("sample_objects", 1)
@@ -70,11 +71,24 @@ func (l Lease) ObjectDone(ctx context.Context, fp uint64, episodes []uint64, byt
 // Count adds n to one of the run's counts, which its close-out line shows.
 func (l Lease) Count(name string, n int64) { l.r.stats.add(name, n) }
 
-// newPendingObjects holds a run's uploads that have a range but no confirm
-// yet, by object fingerprint.
-func newPendingObjects() *lru.Cache[uint64, platform.Object] {
+// pendingObjects are a run's uploads that have a range but no confirm yet,
+// by object fingerprint.
+type pendingObjects struct {
+	objs atomic.Pointer[lru.Cache[uint64, platform.Object]]
+}
+
+func newPendingObjects() *pendingObjects {
+	p := &pendingObjects{}
+	p.reset()
+	return p
+}
+
+// cache is the current set; reset replaces it (see sentValues.reset).
+func (p *pendingObjects) cache() *lru.Cache[uint64, platform.Object] { return p.objs.Load() }
+
+func (p *pendingObjects) reset() {
 	objs, _ := lru.New[uint64, platform.Object](maxPendingObjects) // errs only on a size < 1
-	return objs
+	p.objs.Store(objs)
 }
 
 // sampleRanges hands out a run's ranges per step.
@@ -112,6 +126,7 @@ func (s *sampleRanges) take(step int64) int64 {
 	}
 }
 
+// reset replaces the counters with empty maps, letting the old ones go.
 func (s *sampleRanges) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -31,8 +31,9 @@ func (r *run) snapshot() SavedRun {
 	}
 	r.mu.Unlock()
 	sr.Ranges = r.ranges.snapshot()
-	for _, fp := range r.pending.Keys() {
-		o, ok := r.pending.Peek(fp)
+	pending := r.pending.cache()
+	for _, fp := range pending.Keys() {
+		o, ok := pending.Peek(fp)
 		if !ok {
 			continue
 		}
@@ -80,7 +81,7 @@ func (g *Registry) Restore(ctx context.Context) error {
 		r.ranges.restore(sr.Ranges)
 		for k, o := range sr.Pending {
 			if fp, err := strconv.ParseUint(k, 16, 64); err == nil {
-				r.pending.Add(fp, platform.Object{
+				r.pending.cache().Add(fp, platform.Object{
 					Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
 					PresignedAt: o.PresignedAt, ExpiresIn: time.Duration(o.ExpiresIn) * time.Second, Put: o.Put,
 				})
