@@ -42,6 +42,30 @@ func (m *Mode) UnmarshalText(text []byte) error {
 	}
 }
 
+// Routing says where episode documents go when Prime Traces is on.
+type Routing string
+
+const (
+	// RoutingExclusive sends documents to Prime Traces only, as the
+	// platform's newest SDK does; a run whose account has no Prime Traces
+	// falls back to the sample table.
+	RoutingExclusive Routing = "exclusive"
+	// RoutingBoth also writes their rows to the sample table, as earlier
+	// SDKs did.
+	RoutingBoth Routing = "both"
+)
+
+// UnmarshalText rejects an unknown routing while the config is read.
+func (r *Routing) UnmarshalText(text []byte) error {
+	switch s := Routing(text); s {
+	case RoutingExclusive, RoutingBoth:
+		*r = s
+		return nil
+	default:
+		return fmt.Errorf("unknown traces routing %q: use exclusive or both", string(text))
+	}
+}
+
 // Config is the prime exporter's configuration.
 type Config struct {
 	// ClientConfig holds endpoint (the API base, any spelling rft-api.md
@@ -62,6 +86,7 @@ type Config struct {
 	Run     RunConfig     `mapstructure:"run"`
 	Samples SamplesConfig `mapstructure:"samples"`
 	Metrics MetricsConfig `mapstructure:"metrics"`
+	Traces  TracesConfig  `mapstructure:"traces"`
 
 	// FinalizeGrace is how long after prime.run.end the run still accepts
 	// data, since metrics and logs travel in separate pipelines.
@@ -93,6 +118,32 @@ type SamplesConfig struct {
 	// MaxObjectBytes splits a step's object when its episodes' text would
 	// exceed it; every part is one more object with its own range.
 	MaxObjectBytes int64 `mapstructure:"max_object_bytes"`
+}
+
+// TracesConfig sends episode documents (verifiers Episode.to_record()
+// bodies) to Prime Traces, the platform's episode store.
+type TracesConfig struct {
+	// Enabled is off by default: a collector sends data nowhere unasked.
+	Enabled bool `mapstructure:"enabled"`
+	// Endpoint is the Prime Traces service, a different host from the API.
+	Endpoint string `mapstructure:"endpoint"`
+	// Routing is exclusive (Prime Traces only) or both (and the table).
+	Routing Routing `mapstructure:"routing"`
+}
+
+// Validate checks the Prime Traces settings.
+func (tc *TracesConfig) Validate() error {
+	if !tc.Enabled {
+		return nil
+	}
+	var errs []error
+	if err := validateAbsoluteURL(tc.Endpoint); err != nil {
+		errs = append(errs, fmt.Errorf("endpoint: %w", err))
+	}
+	if tc.Routing != RoutingExclusive && tc.Routing != RoutingBoth {
+		errs = append(errs, fmt.Errorf("routing %q: use exclusive or both", tc.Routing))
+	}
+	return errors.Join(errs...)
 }
 
 // MetricsConfig shapes the step metrics.
@@ -144,6 +195,9 @@ func (cfg *Config) Validate() error {
 	}
 	if err := cfg.Metrics.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("metrics: %w", err))
+	}
+	if err := cfg.Traces.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("traces: %w", err))
 	}
 	return errors.Join(errs...)
 }

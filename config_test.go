@@ -51,6 +51,7 @@ func TestAnEmptyConfigGivesExactlyTheDefaults(t *testing.T) {
 	assert.Nil(t, cfg.Storage)
 	assert.True(t, cfg.QueueConfig.HasValue(), "the sending queue is on by default")
 	assert.True(t, cfg.RetryConfig.Enabled)
+	assert.Equal(t, TracesConfig{Endpoint: "https://prime-traces.pintel.dev", Routing: RoutingExclusive}, cfg.Traces, "Prime Traces is opt-in")
 }
 
 func TestEveryKeyOfTheFullConfigIsRead(t *testing.T) {
@@ -78,6 +79,7 @@ func TestEveryKeyOfTheFullConfigIsRead(t *testing.T) {
 	want.Samples.MaxEpisodeBytes = 1 << 20
 	want.Samples.MaxObjectBytes = 8 << 20
 	want.Metrics.StepMetric = "train/step"
+	want.Traces = TracesConfig{Enabled: true, Endpoint: "https://traces.example.com", Routing: RoutingBoth}
 	want.FinalizeGrace = 2 * time.Second
 	want.FinalizeTimeout = time.Minute
 	want.IdleTimeout = 30 * time.Minute
@@ -121,6 +123,7 @@ func TestBadConfigIsRejectedWithAMessageThatNamesTheKeyAndTheFix(t *testing.T) {
 		{"prime/negative_durations", []string{"finalize_grace must not be negative", "finalize_timeout must be positive", "idle_timeout must not be negative"}},
 		{"prime/bad_environment", []string{"run: environments[1]: an environment must not be empty"}},
 		{"prime/bad_frontend", []string{"frontend_url:", "absolute http(s) URL"}},
+		{"prime/bad_traces_endpoint", []string{"traces: endpoint:", "absolute http(s) URL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -139,6 +142,12 @@ func TestAnUnknownModeFailsWhileTheConfigIsRead(t *testing.T) {
 	_, err := loadConfig(t, "prime/bad_mode")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown mode "sometimes": use online, offline or disabled`)
+}
+
+func TestAnUnknownTracesRoutingFailsWhileTheConfigIsRead(t *testing.T) {
+	_, err := loadConfig(t, "prime/bad_routing")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unknown traces routing "sometimes": use exclusive or both`)
 }
 
 func TestTheAPIKeyIsRedactedWhenTheConfigIsPrinted(t *testing.T) {

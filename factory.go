@@ -17,8 +17,9 @@ import (
 )
 
 const (
-	defaultEndpoint    = "https://api.primeintellect.ai"
-	defaultFrontendURL = "https://app.primeintellect.ai"
+	defaultEndpoint       = "https://api.primeintellect.ai"
+	defaultFrontendURL    = "https://app.primeintellect.ai"
+	defaultTracesEndpoint = "https://prime-traces.pintel.dev"
 )
 
 // NewFactory returns the prime exporter's factory. The factory owns the
@@ -58,6 +59,9 @@ func createDefaultConfig() component.Config {
 			MaxObjectBytes:  128 << 20,
 		},
 		Metrics: MetricsConfig{StepMetric: "step"},
+		// Off until asked for; when on, documents go where the platform's
+		// newest SDK sends them.
+		Traces: TracesConfig{Endpoint: defaultTracesEndpoint, Routing: RoutingExclusive},
 		// Metrics and logs travel in separate pipelines: give the other
 		// signal time to deliver what was sent just before the end.
 		FinalizeGrace:   10 * time.Second,

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -40,7 +41,8 @@ func (g *Registry) ensure(ctx context.Context, r *run, res pcommon.Resource) (st
 		if err := g.API.AttachRun(ctx, r.ident.value); err != nil {
 			return "", refused(r.ident, fmt.Errorf("attach to run %s: %w", r.ident, err))
 		}
-		r.setID(r.ident.value)
+		team, _, _ := stringAttr(res.Attributes(), AttrRunTeamID)
+		r.setID(r.ident.value, cmp.Or(team, g.cfg.TeamID))
 		g.persist(ctx, r)
 		g.Tel.RunEvent("attached")
 		g.Logger.Info("Attached to run", zap.Stringer("run", r.ident), zap.String("run_id", r.ident.value), g.cfg.Where(r.ident.value))
@@ -60,7 +62,7 @@ func (g *Registry) ensure(ctx context.Context, r *run, res pcommon.Resource) (st
 	if err != nil {
 		return "", g.createFailed(r, err)
 	}
-	r.setID(created.ID)
+	r.setID(created.ID, req.TeamID)
 	// Saved at once: the window in which a crash costs a second run is
 	// the time between the platform's answer and this write.
 	g.persist(ctx, r)

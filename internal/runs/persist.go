@@ -21,7 +21,7 @@ func (r *run) snapshot() SavedRun {
 	r.mu.Lock()
 	sr := SavedRun{
 		Key: r.ident.key(), Source: r.ident.source, Value: r.ident.value, Attach: r.ident.attach,
-		ID: r.id, EndState: r.end.Status, EndWhy: r.end.Reason,
+		ID: r.id, Team: r.team, EndState: r.end.Status, EndWhy: r.end.Reason, Traces: r.traces,
 	}
 	switch r.state {
 	case stateEnding:
@@ -69,7 +69,7 @@ func (g *Registry) Restore(ctx context.Context) error {
 	var ending []*run
 	for _, sr := range saved {
 		r := newRun(identity{source: sr.Source, value: sr.Value, attach: sr.Attach})
-		r.id = sr.ID
+		r.id, r.team, r.traces = sr.ID, sr.Team, sr.Traces
 		r.end = End{Status: sr.EndState, Reason: sr.EndWhy}
 		r.lastSeen = g.now()
 		switch sr.State {

@@ -33,6 +33,7 @@ type run struct {
 
 	mu        sync.Mutex
 	id        string
+	team      string // the team it was created for; for an attached run, the configured one
 	refusal   error
 	refusedAt time.Time
 	state     runState
@@ -41,6 +42,7 @@ type run struct {
 	inflight  int
 	drained   chan struct{} // closed when inflight reaches 0 while closing
 	lastSeen  time.Time
+	traces    tracesState
 
 	sent    *sentValues
 	ranges  *sampleRanges
@@ -60,9 +62,9 @@ func (r *run) platformID() string {
 	return r.id
 }
 
-func (r *run) setID(id string) {
+func (r *run) setID(id, team string) {
 	r.mu.Lock()
-	r.id = id
+	r.id, r.team = id, team
 	r.mu.Unlock()
 }
 

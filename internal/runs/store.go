@@ -33,9 +33,12 @@ type SavedRun struct {
 	Value    string `json:"value"`
 	Attach   bool   `json:"attach,omitempty"`
 	ID       string `json:"id,omitempty"`
+	Team     string `json:"team,omitempty"`
 	State    string `json:"state,omitempty"` // "", "ending", "closed"
 	EndState string `json:"end_status,omitempty"`
 	EndWhy   string `json:"end_reason,omitempty"`
+	// Traces is the run's Prime Traces routing state.
+	Traces tracesState `json:"traces,omitzero"`
 	// Ranges is the next sequential sample_id range per step.
 	Ranges map[string]int64 `json:"ranges,omitempty"`
 	// Pending are uploads with a range but no confirm yet, by object
