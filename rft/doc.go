@@ -71,4 +71,47 @@
 // net/http's default for the dial, TLS and idle settings, so that
 // CloseIdleConnections at shutdown releases the store's keep-alive
 // connections along with the platform's and touches no other client's.
+//
+// # Prime Traces
+//
+// Traces is the client of Prime Traces, the platform's store of episode
+// documents, a host of its own (https://prime-traces.pintel.dev by default,
+// PRIME_TRACES_URL in the SDK). One batch is one POST {url}/api/v1/traces:
+// a multipart/form-data body whose first part, "metadata", is
+// {"schema_version":1,"context":{…}} (context is provenance such as source
+// and run_type, left out when empty, never the run id) and whose second,
+// "traces" (traces.jsonl, application/x-ndjson, Content-Encoding: gzip), is
+// the documents as compact UTF-8 JSON lines joined by "\n". The key goes
+// only in Authorization: Bearer, never in x-api-key; the team, when known,
+// in X-Prime-Team-ID; X-Prime-Line-Format: episode says the lines are
+// episode documents. A 200 or 201 answers {"upload_id", "status":
+// "committed"}.
+//
+// Uploads are content-addressed: Idempotency-Key is sha256:<hex> of the
+// uncompressed JSONL, the gzip stream has mtime 0 and the multipart
+// boundary comes from that digest, so the same batch is the same bytes
+// every time and a replay commits nothing twice. That is why a batch is
+// retried in place even after an ambiguous failure (429, 502, 503, 504,
+// transport errors; up to 5 attempts; Retry-After honoured up to 60 s), and
+// why TraceBatches cuts lines deterministically: a batch closes at 30 MiB
+// of JSONL or 1,000,000 lines, and a line over 64 MiB is refused locally,
+// never split. Other answers are final and carry the body's error.code in
+// Error.Code: 400 (invalid_trace, digest_mismatch, trace_too_large, …),
+// 409 line_format_conflict (the same bytes were sent under another line
+// format), 401/403 unauthenticated, forbidden (the key lacks the traces
+// scope), service_not_enabled (the account has no Prime Traces: the
+// caller's cue to keep the run on the sample table) and auth_unavailable.
+// The classes stay those of the status code, so a caller that treats
+// auth_unavailable as passing must read Code.
+//
+// The service finds a run's episodes by trace.run.id only, and the SDK
+// never overwrites a run a document already has. prime-rl stamps its own
+// run (its trainer's id, with work) on every episode, so under the SDK's
+// rule its documents would carry no platform run id and the dashboard would
+// not find them. StampRun decides otherwise: the platform run id becomes
+// run.id on the document and on every member trace, the trainer's differing
+// id moves to run.trainer_run_id, and every other key of the run stays; a
+// document without a run gets {"id", "type"}, a member trace without one a
+// copy of the document's. Everything else of the document is kept as
+// written, key order and number spelling included.
 package rft

@@ -59,15 +59,17 @@ const (
 	opConfirm     = "confirm"
 	opFinalize    = "finalize"
 	opSetStatus   = "set status"
+	opTraces      = "upload traces"
 )
 
 // Error is every failure of a Client call. Its text never holds the API key
 // nor a presigned URL's query string.
 type Error struct {
-	Op         string        // "create run", "post metrics", "presign", "put object", "confirm", "finalize", "set status"
+	Op         string        // "create run", "post metrics", "presign", "put object", "confirm", "finalize", "set status", "upload traces"
 	StatusCode int           // 0 for transport errors and requests refused before sending
 	Class      Class         //
 	Message    string        // the platform's message ({"detail"} or {"error":{"code","message"}}), or what was wrong
+	Code       string        // Prime Traces only: the body's error.code, which tells a 403 service_not_enabled from a 403 forbidden; "" if none
 	RetryAfter time.Duration // from Retry-After (seconds or HTTP-date), capped at 60 s; 0 if none
 	Attempts   int           // requests made; 0 when refused before sending
 	Err        error         // underlying transport error, if any

@@ -126,3 +126,23 @@ type statusRequest struct {
 	Status       Status `json:"status"`
 	ErrorMessage string `json:"error_message,omitempty"`
 }
+
+// tracesMetadata is the metadata part of POST {traces_url}/api/v1/traces.
+// The context is provenance only and is left out when empty; the run id
+// travels inside the documents, never here.
+type tracesMetadata struct {
+	SchemaVersion int            `json:"schema_version"`
+	Context       map[string]any `json:"context,omitempty"`
+}
+
+// tracesReceipt is the body of a 200 or 201 from Prime Traces.
+type tracesReceipt struct {
+	UploadID string `json:"upload_id"`
+	Status   string `json:"status"`
+}
+
+// TraceReceipt is a batch Prime Traces committed.
+type TraceReceipt struct {
+	UploadID string
+	Status   string // "committed"
+}

@@ -27,6 +27,33 @@
 // before it closes out and send nothing afterwards, so any such write is a
 // client bug a test should see.
 //
+// # Prime Traces
+//
+// The same server also plays Prime Traces (prime-traces.md), a host of its
+// own in production: POST /api/v1/traces off URL(), whatever the Prefix.
+// It takes the key as Authorization: Bearer only, and refuses, with
+// Prime Traces' {"error": {"code", "message"}} body: a team listed in
+// Options.TracesDisabledTeams (403 service_not_enabled); a body other than
+// the two multipart parts metadata ({"schema_version": 1}, an optional
+// non-empty context, nothing else) and traces (traces.jsonl,
+// application/x-ndjson, gunzipped when its part says Content-Encoding:
+// gzip); an Idempotency-Key other than sha256:<hex> of the uncompressed
+// JSONL (400 digest_mismatch); a line format other than episode (400
+// line_format_mismatch, or 409 line_format_conflict when the same bytes
+// were committed under the other format); a line that is not one compact
+// JSON object, or whose member traces do not each carry run.id (400
+// invalid_trace). A batch sent again (same team, same digest) gets its
+// first receipt with a 200 and is not committed twice. TraceDocuments,
+// TraceUploads and TraceRequests inspect what arrived; RouteTraces takes
+// faults, and Fault.Code gives a fault Prime Traces' error body.
+//
+// Stricter than the service is known to be: an x-api-key header (the
+// platform's, which has no business on another host) is a 400, so is a
+// gzip mtime other than 0 (a replay's bytes would differ), and lines must
+// be compact. invalid_request (400, or 415 for a wrong Content-Type) and
+// batch_too_large (413) are the fake's own codes for envelope errors the
+// spec names none for.
+//
 // # Faults
 //
 // Inject queues scripted faults per route; each matching request consumes

@@ -15,8 +15,12 @@ type Fault struct {
 	Status int
 	// RetryAfter is sent as the Retry-After header, if not empty.
 	RetryAfter string
-	// Body is the answer's body; "" means {"detail": "injected fault: …"}.
+	// Body is the answer's body; "" means {"detail": "injected fault: …"},
+	// or the Prime Traces error body when Code is set.
 	Body string
+	// Code, with Body "", answers {"error": {"code": Code, "message":
+	// "injected fault: …"}}, the way Prime Traces refuses.
+	Code string
 	// AfterProcessing processes the request normally first (state changes
 	// happen), then gives the fault's answer: a lost response, such as a
 	// gateway timeout after the platform did the work.
@@ -133,7 +137,12 @@ func writeFault(w http.ResponseWriter, f Fault) {
 	}
 	body := f.Body
 	if body == "" {
-		writeJSON(w, f.Status, detailBody{Detail: fmt.Sprintf("injected fault: %d %s", f.Status, http.StatusText(f.Status))})
+		message := fmt.Sprintf("injected fault: %d %s", f.Status, http.StatusText(f.Status))
+		if f.Code != "" {
+			writeJSON(w, f.Status, traceErrorBody(f.Code, message))
+			return
+		}
+		writeJSON(w, f.Status, detailBody{Detail: message})
 		return
 	}
 	ct := "text/plain; charset=utf-8"

@@ -18,11 +18,12 @@ const (
 	RouteConfirm  Route = "confirm"  // POST <prefix>/rft/samples/confirm
 	RouteFinalize Route = "finalize" // POST <prefix>/rft/finalize
 	RouteStatus   Route = "status"   // PUT <prefix>/rft/external-runs/{run_id}/status
+	RouteTraces   Route = "traces"   // POST /api/v1/traces (Prime Traces, prime-traces.md)
 )
 
 func (r Route) known() bool {
 	switch r {
-	case RouteCreate, RouteMetrics, RoutePresign, RoutePut, RouteConfirm, RouteFinalize, RouteStatus:
+	case RouteCreate, RouteMetrics, RoutePresign, RoutePut, RouteConfirm, RouteFinalize, RouteStatus, RouteTraces:
 		return true
 	}
 	return false
@@ -52,6 +53,9 @@ type reply struct {
 
 // match finds the endpoint for a request; ok=false is an unknown route.
 func (s *Server) match(r *http.Request) (endpoint, bool) {
+	if r.URL.Path == tracesPath {
+		return endpoint{RouteTraces, s.serveTraces}, r.Method == http.MethodPost
+	}
 	if key, ok := strings.CutPrefix(r.URL.Path, storagePath); ok {
 		if r.Method != http.MethodPut || key == "" {
 			return endpoint{}, false

@@ -24,6 +24,10 @@ type Options struct {
 	// Prefix is the API prefix the platform routes hang off: "/api/v1"
 	// (the default) or "/api/internal".
 	Prefix string
+	// TracesDisabledTeams lists the teams whose account has no Prime
+	// Traces: an upload whose X-Prime-Team-ID is one of them is a 403
+	// service_not_enabled. "" stands for uploads without a team.
+	TracesDisabledTeams []string
 }
 
 // Server is a running fake platform. All methods are safe for concurrent
@@ -32,6 +36,7 @@ type Server struct {
 	apiKey       string
 	prefix       string
 	allowedTeams map[string]bool // nil: every team
+	noTraces     map[string]bool // teams without Prime Traces
 	secret       []byte          // signs presigned storage URLs
 
 	ts        *httptest.Server
@@ -51,6 +56,9 @@ type Server struct {
 	requests []Request
 	faults   map[Route][]Fault
 	outage   *Fault // answers every request while set; see SetOutage
+
+	traceUploads []*traceUpload            // committed, in commit order
+	traceByKey   map[traceKey]*traceUpload // the same batches, by team and digest
 }
 
 // hooks are test-only observation points.
@@ -75,6 +83,9 @@ func newServer(opts Options, h hooks) *Server {
 		runs:    make(map[string]*runState),
 		objects: make(map[string]*objectState),
 		faults:  make(map[Route][]Fault),
+
+		noTraces:   make(map[string]bool),
+		traceByKey: make(map[traceKey]*traceUpload),
 	}
 	if s.apiKey == "" {
 		s.apiKey = defaultAPIKey
@@ -84,6 +95,9 @@ func newServer(opts Options, h hooks) *Server {
 		for _, team := range opts.AllowedTeams {
 			s.allowedTeams[team] = true
 		}
+	}
+	for _, team := range opts.TracesDisabledTeams {
+		s.noTraces[team] = true
 	}
 	// crypto/rand.Read never fails (it crashes the program instead).
 	_, _ = rand.Read(s.secret)
