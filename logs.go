@@ -120,8 +120,9 @@ func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rl plog.ResourceLog
 			loc := upload.Loc{Scope: si, Record: ri}
 			switch name := eventName(lr); name {
 			case eventMetrics:
-				entries, rejected := stepmetrics.FromEvent(lr.Attributes(), lr.Body())
+				entries, rejected, coerced := stepmetrics.FromEvent(lr.Attributes(), lr.Body())
 				e.rejectPoints(b, l, runs.SignalLogs, rejected)
+				e.coercePoints(runs.SignalLogs, coerced)
 				ev.steps.Add(entries)
 				if len(entries) > 0 {
 					ev.metricRecords[entries[0].Step] = append(ev.metricRecords[entries[0].Step], loc)

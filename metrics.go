@@ -44,8 +44,9 @@ func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm 
 		return err
 	}
 	defer l.Release()
-	entries, rejected := stepmetrics.FromResource(rm, opts)
+	entries, rejected, coerced := stepmetrics.FromResource(rm, opts)
 	e.rejectPoints(b, l, runs.SignalMetrics, rejected)
+	e.coercePoints(runs.SignalMetrics, coerced)
 	batch := runs.StepBatch{}
 	batch.Add(entries)
 	failed, err := l.PostSteps(ctx, runs.SignalMetrics, batch)
@@ -62,6 +63,23 @@ func (e *primeExporter) rejectPoints(b *backend, l runs.Lease, signal string, re
 		e.tel.Reject(signal, rej.Reason, 1)
 		b.warn.Warn("point\x00"+l.ID()+"\x00"+string(rej.Reason), "Rejected a value that cannot be sent",
 			zap.String("run_id", l.ID()), zap.String("reason", string(rej.Reason)), zap.String("metric", rej.Field), zap.Error(rej.Err))
+	}
+}
+
+// coercePoints counts the values that became entries only by being read as
+// a Python user means them, by reason, so a trainer can find and fix them.
+// They are not logged: nothing was lost, and the counter already names the
+// reason.
+func (e *primeExporter) coercePoints(signal string, coerced []reject.Reason) {
+	if len(coerced) == 0 {
+		return
+	}
+	byReason := map[reject.Reason]int{}
+	for _, reason := range coerced {
+		byReason[reason]++
+	}
+	for reason, n := range byReason {
+		e.tel.Coerce(signal, reason, n)
 	}
 }
 

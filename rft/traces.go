@@ -222,8 +222,7 @@ func (t *Traces) encode(b TraceBatch) (tracesRequest, *Error) {
 	if err != nil {
 		return tracesRequest{}, c.refuse(opTraces, "cannot encode the context as JSON: "+err.Error())
 	}
-	sum := sha256.Sum256(jsonl)
-	digest := hex.EncodeToString(sum[:])
+	digest := jsonlDigest(jsonl)
 
 	var z bytes.Buffer
 	zw := gzip.NewWriter(&z) // a zero Header.ModTime writes mtime 0
@@ -276,6 +275,23 @@ func joinLines(lines [][]byte) (jsonl []byte, why string) {
 		}
 	}
 	return buf.Bytes(), ""
+}
+
+// TraceJSONL is the body of a batch's traces part before compression, and
+// its Idempotency-Key: what an upload of lines sends and what Prime Traces
+// stores. Offline mode keeps batches under their key, so that a later
+// upload is the same request.
+func TraceJSONL(lines [][]byte) (jsonl []byte, key string, err error) {
+	jsonl, why := joinLines(lines)
+	if why != "" {
+		return nil, "", errors.New("prime: " + why)
+	}
+	return jsonl, "sha256:" + jsonlDigest(jsonl), nil
+}
+
+func jsonlDigest(jsonl []byte) string {
+	sum := sha256.Sum256(jsonl)
+	return hex.EncodeToString(sum[:])
 }
 
 // errorCode reads error.code of a Prime Traces error body, "" if there is

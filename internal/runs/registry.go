@@ -165,7 +165,11 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 	r := g.lookup(ident)
 	if err := r.hold(g.now()); err != nil {
 		g.Tel.Reject(signal, reject.RunClosed, records)
-		g.Warn.Warn("closed\x00"+ident.key(), "Refused data for a run that is already closed out: it is not sent", zap.Stringer("run", ident), zap.String("run_id", r.platformID()), zap.String("signal", signal))
+		// One line per signal: the two pipelines refuse apart, and a user
+		// chasing lost metrics must not find only the line about logs.
+		g.Warn.Warn("closed\x00"+ident.key()+"\x00"+signal,
+			"Refused data for a run that is already closed out: it is not sent. Data arriving after the close-out usually means the trainer emitted prime.run.end before its last metrics left: flush the meter provider (Python: meter_provider.force_flush()) before emitting prime.run.end, or raise finalize_grace",
+			zap.Stringer("run", ident), zap.String("run_id", r.platformID()), zap.String("signal", signal), zap.Int("records", records), zap.Duration("finalize_grace", g.cfg.FinalizeGrace))
 		return Lease{}, ErrSkipped
 	}
 	id, err := g.ensure(ctx, r, res)

@@ -130,11 +130,11 @@ func stringBytes(v pcommon.Value) int {
 func mapAll(b *testing.B, bodies []pcommon.Value, attrs pcommon.Map, eps []Episode) []Episode {
 	eps = eps[:0]
 	for _, body := range bodies {
-		ep, err := FromRecord(attrs, body, 1, 0, testNow())
+		rec, err := FromRecord(attrs, body, 1, 0, testNow())
 		if err != nil {
 			b.Fatal(err)
 		}
-		eps = append(eps, ep)
+		eps = append(eps, rec.Rows...)
 	}
 	return eps
 }
@@ -221,5 +221,123 @@ func BenchmarkPqarrowFloor(b *testing.B) {
 			}
 			b.ReportMetric(float64(s.rows*b.N)/b.Elapsed().Seconds(), "episodes/s")
 		})
+	}
+}
+
+// benchDocuments builds, for every record of benchRecords, a native
+// verifiers document of the same text: one trainable trace whose nodes
+// make the same branches (sharing their first message, as a message graph
+// does), a call with usage per assistant node, the prompt in task.data,
+// and the column-keyed record's extra text (the prefix its branches
+// repeat) as info padding, so that both carry the same string bytes.
+func benchDocuments(s benchShape, asJSON bool) (bodies []pcommon.Value, attrs pcommon.Map, textBytes int) {
+	columns, attrs, _ := benchRecords(s, false)
+	r := rand.New(rand.NewPCG(3, 4))
+	words := vocabulary()
+	roles := []string{"system", "user", "assistant"}
+	for i, col := range columns {
+		body := pcommon.NewValueMap()
+		m := body.Map()
+		m.PutStr("id", fmt.Sprintf("%032x", i))
+		env := m.PutEmptyMap("env")
+		env.PutStr("id", "primeintellect/gsm8k")
+		env.PutStr("name", "gsm8k")
+		run := m.PutEmptyMap("run")
+		run.PutStr("type", "train")
+		run.PutStr("id", "prl-bench")
+		work := run.PutEmptyMap("work")
+		work.PutStr("type", "train")
+		work.PutInt("step", 10)
+		m.PutBool("ok", true)
+		m.PutEmptySlice("errors")
+		tr := m.PutEmptySlice("traces").AppendEmpty().SetEmptyMap()
+		tr.PutInt("version", 1)
+		tr.PutStr("id", fmt.Sprintf("%032x", i+1))
+		task := tr.PutEmptyMap("task")
+		task.PutStr("type", "MathTask")
+		data := task.PutEmptyMap("data")
+		data.PutInt("idx", int64(i/8))
+		data.PutStr("prompt", chatText(r, words, s.promptLen))
+		data.PutStr("answer", fmt.Sprint(r.IntN(1000)))
+		agent := tr.PutEmptyMap("agent")
+		agent.PutEmptyMap("config")
+		agent.PutStr("name", "solver")
+		agent.PutBool("trainable", true)
+		nodes := tr.PutEmptySlice("nodes")
+		calls := tr.PutEmptySlice("calls")
+		node := func(parent int, role string) {
+			n := nodes.AppendEmpty().SetEmptyMap()
+			if parent >= 0 {
+				n.PutInt("parent", int64(parent))
+			}
+			msg := n.PutEmptyMap("message")
+			msg.PutStr("role", role)
+			msg.PutStr("content", chatText(r, words, s.msgBytes))
+			n.PutBool("sampled", role == "assistant")
+			if role == "assistant" {
+				c := calls.AppendEmpty().SetEmptyMap()
+				c.PutInt("node", int64(nodes.Len()-1))
+				u := c.PutEmptyMap("usage")
+				u.PutInt("prompt_tokens", int64(r.IntN(4000)))
+				u.PutInt("completion_tokens", int64(r.IntN(4000)))
+			}
+		}
+		node(-1, roles[0])
+		for b := 0; b < s.branches; b++ {
+			for k := 1; k < s.messages; k++ {
+				parent := nodes.Len() - 1
+				if k == 1 {
+					parent = 0
+				}
+				node(parent, roles[k%len(roles)])
+			}
+		}
+		rewards := tr.PutEmptyMap("rewards").PutEmptyMap("correct")
+		rewards.PutDouble("score", r.Float64())
+		rewards.PutDouble("weight", 1)
+		metrics := tr.PutEmptyMap("metrics")
+		metrics.PutDouble("correct", 1)
+		metrics.PutInt("turns", int64(s.messages))
+		info := tr.PutEmptyMap("info")
+		info.PutDouble("advantage", r.Float64()-0.5)
+		tr.PutEmptyMap("timing").PutDouble("start", r.Float64()*1000)
+		if pad := stringBytes(col) - stringBytes(body) - len("pad"); pad > 0 {
+			info.PutStr("pad", chatText(r, words, pad)[:pad])
+		}
+		textBytes += stringBytes(body)
+		if asJSON {
+			body = pcommon.NewValueStr(pjson.Encode(body))
+		}
+		bodies = append(bodies, body)
+	}
+	return bodies, attrs, textBytes
+}
+
+// BenchmarkDocumentAgainstColumns maps the same step's records as native
+// documents and as column-keyed bodies of equal text. MB/s counts the
+// records' string bytes, the same for both.
+func BenchmarkDocumentAgainstColumns(b *testing.B) {
+	for _, s := range benchShapes() {
+		for _, form := range []struct {
+			name   string
+			asJSON bool
+		}{{"map-body", false}, {"json-body", true}} {
+			for _, kind := range []struct {
+				name  string
+				build func(benchShape, bool) ([]pcommon.Value, pcommon.Map, int)
+			}{{"columns", benchRecords}, {"document", benchDocuments}} {
+				b.Run(s.name+"/"+form.name+"/"+kind.name, func(b *testing.B) {
+					bodies, attrs, textBytes := kind.build(s, form.asJSON)
+					eps := make([]Episode, 0, s.rows)
+					b.SetBytes(int64(textBytes))
+					b.ReportAllocs()
+					b.ResetTimer()
+					for b.Loop() {
+						eps = mapAll(b, bodies, attrs, eps)
+					}
+					b.ReportMetric(float64(s.rows*b.N)/b.Elapsed().Seconds(), "episodes/s")
+				})
+			}
+		}
 	}
 }

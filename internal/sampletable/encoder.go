@@ -59,8 +59,8 @@ type noClose struct{ io.Writer }
 // runID and step step, in order. Row i gets sample_id = rangeIdx<<32 + i,
 // and that sample_id as its problem_id when the episode has none.
 //
-// Every episode must be of step step, and neither eval nor empty: the
-// caller groups and filters, and a row of another step would break the
+// Every episode must be of step step and have a trajectory: the caller
+// groups and filters, and a row of another step would break the
 // step's sample_id uniqueness. w is written to, never closed; after an
 // error it may hold part of an object, which the caller drops.
 func (e *Encoder) Encode(w io.Writer, runID string, step, rangeIdx int64, eps []Episode) error {
@@ -76,9 +76,7 @@ func (e *Encoder) Encode(w io.Writer, runID string, step, rangeIdx int64, eps []
 		switch ep := &eps[i]; {
 		case ep.Step != step:
 			return fmt.Errorf("sampletable: episode %d is of step %d, not %d", i, ep.Step, step)
-		case ep.Eval:
-			return fmt.Errorf("sampletable: episode %d is eval work, which has no row", i)
-		case ep.EmptyTrajectory:
+		case ep.Trajectory == "":
 			return fmt.Errorf("sampletable: episode %d has an empty trajectory, which has no row", i)
 		}
 	}

@@ -236,10 +236,8 @@ func TestEncodeLeavesTheWriterOpen(t *testing.T) {
 func TestEncodeRefusesRowsThatDoNotBelongInTheObject(t *testing.T) {
 	other := episodeRow()
 	other.Step = 11
-	eval := episodeRow()
-	eval.Eval = true
 	empty := episodeRow()
-	empty.EmptyTrajectory = true
+	empty.Trajectory = ""
 	tests := []struct {
 		name     string
 		rangeIdx int64
@@ -247,7 +245,6 @@ func TestEncodeRefusesRowsThatDoNotBelongInTheObject(t *testing.T) {
 		want     string
 	}{
 		{"an episode of another step", 0, []Episode{episodeRow(), other}, "sampletable: episode 1 is of step 11, not 10"},
-		{"eval work", 0, []Episode{eval}, "sampletable: episode 0 is eval work, which has no row"},
 		{"an empty trajectory", 0, []Episode{empty}, "sampletable: episode 0 has an empty trajectory, which has no row"},
 		{"a range past 2^21, whose ids would pass 2^53", 1 << 21, []Episode{episodeRow()}, "sampletable: sample_id range 2097152 is outside [0, 2^21)"},
 		{"a negative range", -1, []Episode{episodeRow()}, "sampletable: sample_id range -1 is outside [0, 2^21)"},

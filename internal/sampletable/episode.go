@@ -2,22 +2,19 @@ package sampletable
 
 import "time"
 
-// Episode is one prime.episode record mapped to the table's columns, before
-// the run id and sample id are known. A nil pointer is a null cell.
+// Episode is one row of the table as a prime.episode record gives it,
+// before the run id and sample id are known. A nil pointer is a null cell.
 //
 // Its strings may share memory with the record's strings (the body's JSON
 // text is sliced, not copied); pdata strings are immutable, so that is safe,
 // but an Episode keeps its record's text alive while it is held.
 type Episode struct {
-	// Step is prime.work.step: the step the episode was dispatched at.
+	// Step is the step the episode was dispatched at.
 	Step int64
-	// Eval is prime.work.type == "eval". Eval work has no row in the table,
-	// so nothing past Step and CreatedAt is mapped for it.
-	Eval bool
-	// EmptyTrajectory marks an episode with no trajectory (absent, null or
-	// an empty list). It has no row, so nothing past the scalar columns is
-	// mapped for it.
-	EmptyTrajectory bool
+	// Part tells apart the rows of one record: the trace a row projects,
+	// for the rows of a native document too large for one row (which can
+	// be alike to the byte); 0 for every other row.
+	Part int
 
 	Tag, Prompt, Answer string // "" by default
 	EnvName             *string
@@ -26,7 +23,8 @@ type Episode struct {
 	// trajectory branch's "messages".
 	Completion, Task, Info, Metrics, Timing *string
 	// Trajectory is the JSON array of branches, each with "advantage" set to
-	// the episode's advantage. Set whenever the episode has a row.
+	// the episode's advantage. Never empty: an episode without branches has
+	// no row.
 	Trajectory        string
 	Reward, Advantage *float64
 	// Token counts; when the record has none, the last branch's.

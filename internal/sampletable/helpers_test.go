@@ -18,18 +18,33 @@ func testNow() time.Time { return time.Date(2026, 3, 4, 5, 6, 7, 891234567, time
 // order (pcommon.Map.FromRaw of a Go map would not) and its ints as ints.
 func jsonValue(tb testing.TB, s string) pcommon.Value {
 	tb.Helper()
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	v := pcommon.NewValueEmpty()
-	fillValue(tb, dec, v)
+	v, err := decodeValue(s)
+	if err != nil {
+		tb.Fatalf("test JSON: %v", err)
+	}
 	return v
 }
 
-func fillValue(tb testing.TB, dec *json.Decoder, v pcommon.Value) {
-	tb.Helper()
+// decodeValue is jsonValue for text that may not be JSON. A key given
+// twice keeps the place of its first and the value of its last, as
+// pcommon.Map.PutEmpty does.
+func decodeValue(s string) (pcommon.Value, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	v := pcommon.NewValueEmpty()
+	if err := fillValue(dec, v); err != nil {
+		return v, err
+	}
+	if dec.More() {
+		return v, fmt.Errorf("text after the value")
+	}
+	return v, nil
+}
+
+func fillValue(dec *json.Decoder, v pcommon.Value) error {
 	tok, err := dec.Token()
 	if err != nil {
-		tb.Fatalf("test JSON: %v", err)
+		return err
 	}
 	switch tok := tok.(type) {
 	case json.Delim:
@@ -38,18 +53,22 @@ func fillValue(tb testing.TB, dec *json.Decoder, v pcommon.Value) {
 			for dec.More() {
 				k, err := dec.Token()
 				if err != nil {
-					tb.Fatalf("test JSON: %v", err)
+					return err
 				}
-				fillValue(tb, dec, m.PutEmpty(k.(string)))
+				if err := fillValue(dec, m.PutEmpty(k.(string))); err != nil {
+					return err
+				}
 			}
 		} else {
 			sl := v.SetEmptySlice()
 			for dec.More() {
-				fillValue(tb, dec, sl.AppendEmpty())
+				if err := fillValue(dec, sl.AppendEmpty()); err != nil {
+					return err
+				}
 			}
 		}
 		if _, err := dec.Token(); err != nil {
-			tb.Fatalf("test JSON: %v", err)
+			return err
 		}
 	case string:
 		v.SetStr(tok)
@@ -59,7 +78,7 @@ func fillValue(tb testing.TB, dec *json.Decoder, v pcommon.Value) {
 		} else {
 			f, err := tok.Float64()
 			if err != nil {
-				tb.Fatalf("test JSON: %v", err)
+				return err
 			}
 			v.SetDouble(f)
 		}
@@ -67,6 +86,7 @@ func fillValue(tb testing.TB, dec *json.Decoder, v pcommon.Value) {
 		v.SetBool(tok)
 	case nil:
 	}
+	return nil
 }
 
 // attrs builds a record's attributes from key, value pairs; a string value
@@ -94,22 +114,30 @@ func trainAttrs(tb testing.TB, step int64, kv ...any) pcommon.Map {
 	return attrs(tb, append([]any{"prime.work.step", step}, kv...)...)
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // fromRecord maps a record with the test clock and no timestamps.
-func fromRecord(tb testing.TB, a pcommon.Map, body pcommon.Value) (Episode, error) {
+func fromRecord(tb testing.TB, a pcommon.Map, body pcommon.Value) (Record, error) {
 	tb.Helper()
 	return FromRecord(a, body, 0, 0, testNow())
 }
 
 // mustFromRecord is fromRecord for records that map.
-func mustFromRecord(tb testing.TB, a pcommon.Map, body pcommon.Value) Episode {
+func mustFromRecord(tb testing.TB, a pcommon.Map, body pcommon.Value) Record {
 	tb.Helper()
-	ep, err := fromRecord(tb, a, body)
+	rec, err := fromRecord(tb, a, body)
 	if err != nil {
 		tb.Fatalf("FromRecord: %v", err)
 	}
-	return ep
+	return rec
+}
+
+// mustRow is the one row of a record that maps.
+func mustRow(tb testing.TB, a pcommon.Map, body pcommon.Value) Episode {
+	tb.Helper()
+	rec := mustFromRecord(tb, a, body)
+	if len(rec.Rows) != 1 || rec.Eval {
+		tb.Fatalf("got %d rows (eval %v), want one", len(rec.Rows), rec.Eval)
+	}
+	return rec.Rows[0]
 }
 
 // render prints every column of ep, nulls as <nil>, for comparisons whose
@@ -144,8 +172,7 @@ func render(ep Episode) string {
 		b.WriteString("\n")
 	}
 	line("Step", ep.Step)
-	line("Eval", ep.Eval)
-	line("EmptyTrajectory", ep.EmptyTrajectory)
+	line("Part", ep.Part)
 	line("Tag", ep.Tag)
 	line("ProblemID", ep.ProblemID)
 	line("Prompt", ep.Prompt)

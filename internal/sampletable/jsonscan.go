@@ -347,3 +347,53 @@ func jsonKind(v string) string {
 	}
 	return "int"
 }
+
+// rewriteJSON rewrites JSON text between its string literals: compact
+// drops the whitespace, python turns NaN, Infinity and -Infinity (what
+// Python's json.dumps writes for non-finite floats) into null. It returns
+// s itself, uncopied, when nothing changes, and changed false then or when
+// a string literal does not end. Only compact text that was valid JSON
+// stays valid: whitespace also separates tokens in text that is not.
+func rewriteJSON(s string, compact, python bool) (out string, changed bool) {
+	var sb strings.Builder
+	start := 0 // s[start:i] is yet to be copied
+	replace := func(i, n int, with string) {
+		if !changed {
+			sb.Grow(len(s))
+			changed = true
+		}
+		sb.WriteString(s[start:i])
+		sb.WriteString(with)
+		start = i + n
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"':
+			end, ok := scanString(s, i)
+			if !ok {
+				return s, false
+			}
+			i = end
+			continue
+		case compact && isSpace(c):
+			replace(i, 1, "")
+		case python && c == 'N' && strings.HasPrefix(s[i:], "NaN"):
+			replace(i, len("NaN"), "null")
+		case python && c == 'I' && strings.HasPrefix(s[i:], "Infinity"):
+			replace(i, len("Infinity"), "null")
+		case python && c == '-' && strings.HasPrefix(s[i:], "-Infinity"):
+			replace(i, len("-Infinity"), "null")
+		}
+		if start > i {
+			i = start
+		} else {
+			i++
+		}
+	}
+	if !changed {
+		return s, false
+	}
+	sb.WriteString(s[start:])
+	return sb.String(), true
+}

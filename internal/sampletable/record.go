@@ -2,6 +2,7 @@ package sampletable
 
 import (
 	"cmp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,61 +21,110 @@ const (
 	workEval     = "eval"
 )
 
-// FromRecord maps one prime.episode log record to its row's columns.
+// Record is one prime.episode record, mapped.
+type Record struct {
+	// Step is the step the episode was dispatched at.
+	Step int64
+	// Eval marks eval work, which has no row; nothing past the step is
+	// mapped for it.
+	Eval bool
+	// Rows are the record's table rows: one; one per trace of a native
+	// document too large for one row; none for eval work or an episode
+	// without a trajectory.
+	Rows []Episode
+	// Document is a native document as received, as compact JSON (what
+	// its row's info holds as native_wrapper); nil for a column-keyed
+	// record. Eval work has one too.
+	Document []byte
+	// Coerced has one entry per value taken as a Python user means it
+	// rather than as sent (reject.NumberString, reject.JSONText).
+	Coerced []reject.Reason
+}
+
+func (r *Record) coerce(how reject.Reason) {
+	if how != "" {
+		r.Coerced = append(r.Coerced, how)
+	}
+}
+
+// FromRecord maps one prime.episode log record to its rows.
 //
-// prime.work.step is required (an int, or an integral double); prime.work.type
-// is "train" (the default) or "eval". Every other column comes from attribute
-// prime.episode.<column>, else body key <column>, where the body is a map or
-// a string holding a JSON object. ts and observed are the record's
-// timestamps; now stands in when both are unset.
+// A body with a top-level traces list, as a map or a string holding a JSON
+// object, is a native verifiers document (episodes-native.md): its step is
+// attribute prime.work.step, else the body's run.work.step, and its rows
+// are projected from its traces. Any other record is column-keyed
+// (telemetry.md §3): prime.work.step is required (an int, an integral
+// double, or a string holding a decimal integer), and every other column
+// comes from attribute prime.episode.<column>, else body key <column>.
+// prime.work.type is "train" (the default) or "eval" for both. ts and
+// observed are the record's timestamps; now stands in when both are unset.
 //
 // Every error is a *reject.Rejection (errors.AsType finds it): a value
-// that does not fit its column, its Field the attribute or body key and its
-// message naming that and the type found. Eval episodes and episodes with
-// an empty trajectory come back without error but have no row (Eval,
-// EmptyTrajectory); the caller skips them.
-func FromRecord(attrs pcommon.Map, body pcommon.Value, ts, observed pcommon.Timestamp, now time.Time) (Episode, error) {
-	ep := Episode{CreatedAt: createdAt(ts, observed, now)}
-	var err error
-	if ep.Step, err = workStep(attrs); err != nil {
-		return Episode{}, err
+// that does not fit, its Field the attribute or body key and its message
+// naming that and the type found. Eval work and episodes without a
+// trajectory come back without error and without rows; the caller skips
+// them.
+func FromRecord(attrs pcommon.Map, body pcommon.Value, ts, observed pcommon.Timestamp, now time.Time) (Record, error) {
+	return mapRecord(attrs, body, createdAt(ts, observed, now), maxSampleBytes)
+}
+
+// mapRecord takes the sample limit of the per-trace fallback, so that
+// tests need not build 25 MiB documents to reach it.
+func mapRecord(attrs pcommon.Map, v pcommon.Value, created time.Time, sampleLimit int) (Record, error) {
+	b := readBody(v)
+	if b.err == nil && b.isDocument() {
+		return fromDocument(attrs, b, created, sampleLimit)
 	}
-	if ep.Eval, err = workIsEval(attrs); err != nil {
-		return Episode{}, err
-	}
-	if ep.Eval {
-		return ep, nil
-	}
-	src, err := newSource(attrs, body)
+	return fromColumns(attrs, b, created)
+}
+
+// fromColumns maps a column-keyed record.
+func fromColumns(attrs pcommon.Map, b body, created time.Time) (Record, error) {
+	var rec Record
+	step, how, ok, err := workStep(attrs)
 	if err != nil {
-		return Episode{}, err
+		return Record{}, err
 	}
-	if err := readScalars(&src, &ep); err != nil {
-		return Episode{}, err
+	if !ok {
+		return Record{}, rejection(reject.NoStep, attrWorkStep, "attribute %s is missing", attrWorkStep)
+	}
+	rec.Step = step
+	rec.coerce(how)
+	if rec.Eval, err = workIsEval(attrs); err != nil {
+		return Record{}, err
+	}
+	if rec.Eval {
+		return rec, nil
+	}
+	src, err := newSource(attrs, b)
+	if err != nil {
+		return Record{}, err
+	}
+	ep := Episode{Step: step, CreatedAt: created}
+	if err := readScalars(&src, &ep, &rec); err != nil {
+		return Record{}, err
 	}
 
 	traj, ok := src.get(colTrajectory)
 	if !ok {
-		ep.EmptyTrajectory = true
-		return ep, nil
+		return rec, nil
 	}
 	t, err := buildTrajectory(traj, ep.Advantage)
 	if err != nil {
-		return Episode{}, err
+		return Record{}, err
 	}
 	if t.branches == 0 {
-		ep.EmptyTrajectory = true
-		return ep, nil
+		return rec, nil
 	}
 	ep.Trajectory = t.text
 	if ep.NumInputTokens == nil {
 		if ep.NumInputTokens, err = t.last.tokens(traj, t.last.in, colNumInputTokens); err != nil {
-			return Episode{}, err
+			return Record{}, err
 		}
 	}
 	if ep.NumOutputTokens == nil {
 		if ep.NumOutputTokens, err = t.last.tokens(traj, t.last.out, colNumOutputTokens); err != nil {
-			return Episode{}, err
+			return Record{}, err
 		}
 	}
 
@@ -88,7 +138,8 @@ func FromRecord(attrs pcommon.Map, body pcommon.Value, ts, observed pcommon.Time
 	ep.Metrics = optJSON(&src, colMetrics)
 	ep.Timing = optJSON(&src, colTiming)
 	ep.Size = ep.size()
-	return ep, nil
+	rec.Rows = []Episode{ep}
+	return rec, nil
 }
 
 // createdAt is the record's timestamp, else its observed timestamp, else
@@ -100,17 +151,32 @@ func createdAt(ts, observed pcommon.Timestamp, now time.Time) time.Time {
 	return time.UnixMicro(now.UnixMicro()).UTC()
 }
 
-func workStep(attrs pcommon.Map) (int64, error) {
-	v, ok := attrs.Get(attrWorkStep)
-	if !ok || v.Type() == pcommon.ValueTypeEmpty {
-		return 0, rejection(reject.NoStep, attrWorkStep, "attribute %s is missing", attrWorkStep)
+// workStep reads attribute prime.work.step: an int, an integral double, or
+// a string holding a decimal integer, which is how the OTel Python SDK
+// sends a numpy integer (np.int64(20) arrives as "20"); how is then
+// reject.NumberString. ok is false when the attribute is absent.
+func workStep(attrs pcommon.Map) (step int64, how reject.Reason, ok bool, err error) {
+	v, present := attrs.Get(attrWorkStep)
+	if !present || v.Type() == pcommon.ValueTypeEmpty {
+		return 0, "", false, nil
 	}
-	step, ok := pvalue.Int(v)
-	if !ok {
-		f := field{v: v}
-		return 0, rejection(reject.BadStep, attrWorkStep, "attribute %s must be an int, got %s", attrWorkStep, f.describe())
+	if step, ok := pvalue.Int(v); ok {
+		return step, "", true, nil
 	}
-	return step, nil
+	if s, isStr := pvalue.String(v); isStr && isDecimalInt(s) {
+		if step, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return step, reject.NumberString, true, nil
+		}
+	}
+	f := field{value: value{v: v}}
+	return 0, "", false, rejection(reject.BadStep, attrWorkStep, "attribute %s must be an int, got %s", attrWorkStep, f.describe())
+}
+
+// isDecimalInt tells a JSON integer: what Python's str() gives of an int,
+// and nothing it does not ("+1", "1.0", " 1", "0x1").
+func isDecimalInt(s string) bool {
+	end, ok := scanNumber(s, 0)
+	return s != "" && ok && end == len(s) && !strings.ContainsAny(s, ".eE")
 }
 
 func workIsEval(attrs pcommon.Map) (bool, error) {
@@ -121,26 +187,20 @@ func workIsEval(attrs pcommon.Map) (bool, error) {
 	if s, ok := pvalue.String(v); ok && (s == workTrain || s == workEval) {
 		return s == workEval, nil
 	}
-	f := field{v: v}
+	f := field{value: value{v: v}}
 	return false, rejection(reject.BadWorkType, attrWorkType, "attribute %s must be %q or %q, got %s", attrWorkType, workTrain, workEval, f.describe())
 }
 
 // readScalars reads the string and number columns, in table order, so the
 // first misfit reported is always the same one.
-func readScalars(src *source, ep *Episode) error {
+func readScalars(src *source, ep *Episode, rec *Record) error {
 	var err error
-	if ep.Tag, _, err = readString(src, colTag); err != nil {
-		return err
-	}
+	ep.Tag = readText(src, colTag, rec)
 	if ep.ProblemID, err = readInt(src, colProblemID); err != nil {
 		return err
 	}
-	if ep.Prompt, _, err = readString(src, colPrompt); err != nil {
-		return err
-	}
-	if ep.Answer, _, err = readString(src, colAnswer); err != nil {
-		return err
-	}
+	ep.Prompt = readText(src, colPrompt, rec)
+	ep.Answer = readText(src, colAnswer, rec)
 	env, ok, err := readString(src, colEnvName)
 	if err != nil {
 		return err
@@ -161,7 +221,22 @@ func readScalars(src *source, ep *Episode) error {
 	return err
 }
 
-// readString reads a text column that takes a string as it is.
+// readText reads tag, prompt or answer: a string as it is; anything else
+// as its JSON text (reject.JSONText), since a Python user who puts a list
+// of chat messages in prompt means the messages, not a misfit.
+func readText(src *source, column string, rec *Record) string {
+	f, ok := src.get(column)
+	if !ok {
+		return ""
+	}
+	if s, ok := f.str(); ok {
+		return strings.ToValidUTF8(s, "\uFFFD") // a lone surrogate escape decodes to U+FFFD already
+	}
+	rec.coerce(reject.JSONText)
+	return f.json()
+}
+
+// readString reads env_name, which takes only a string.
 func readString(src *source, column string) (string, bool, error) {
 	f, ok := src.get(column)
 	if !ok {
@@ -171,7 +246,7 @@ func readString(src *source, column string) (string, bool, error) {
 	if !ok {
 		return "", false, misfit(f, "a string")
 	}
-	return strings.ToValidUTF8(s, "\uFFFD"), true, nil // a lone surrogate escape decodes to U+FFFD already
+	return strings.ToValidUTF8(s, "\uFFFD"), true, nil
 }
 
 func readInt(src *source, column string) (*int64, error) {

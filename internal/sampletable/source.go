@@ -23,15 +23,19 @@ func rejection(reason reject.Reason, field, format string, args ...any) *reject.
 	return reject.New(reason, field, "prime.episode: "+format, args...)
 }
 
+// value is a value as a record gives it: a pdata value, or the JSON text
+// of a value read from a body given as JSON text. Text is read in place,
+// not turned into pdata: most of it is stored as it is.
+type value struct {
+	v   pcommon.Value // when raw is ""
+	raw string
+}
+
 // field is one column's value as the record gives it.
 type field struct {
 	column   string
 	fromAttr bool
-	// v is a pdata value (when raw is "").
-	v pcommon.Value
-	// raw is the JSON text of a value read from the body's JSON text. It is
-	// read in place, not turned into pdata: most of it is stored as it is.
-	raw string
+	value
 }
 
 // key is the attribute or body key concerned, for reject.Rejection.Field.
@@ -50,7 +54,7 @@ func (f field) name() string {
 	return "body key " + f.column
 }
 
-func (f field) typeName() string {
+func (f value) typeName() string {
 	if f.raw != "" {
 		return jsonKind(f.raw)
 	}
@@ -58,7 +62,7 @@ func (f field) typeName() string {
 }
 
 // str reads a string value.
-func (f field) str() (string, bool) {
+func (f value) str() (string, bool) {
 	if f.raw != "" {
 		if f.raw[0] != '"' {
 			return "", false
@@ -70,7 +74,7 @@ func (f field) str() (string, bool) {
 
 // int reads an int value leniently (pvalue.Int): an int, or a double with
 // an integral value.
-func (f field) int() (int64, bool) {
+func (f value) int() (int64, bool) {
 	if f.raw == "" {
 		return pvalue.Int(f.v)
 	}
@@ -86,7 +90,7 @@ func (f field) int() (int64, bool) {
 }
 
 // float reads a number value leniently (pvalue.Float): a double or an int.
-func (f field) float() (float64, bool) {
+func (f value) float() (float64, bool) {
 	if f.raw == "" {
 		return pvalue.Float(f.v)
 	}
@@ -98,7 +102,7 @@ func (f field) float() (float64, bool) {
 
 // describe names the type found and, when it is short and says more (a
 // fractional step, a numeric string), the value.
-func (f field) describe() string {
+func (f value) describe() string {
 	t := f.typeName()
 	switch {
 	case t == "double" && f.raw != "":
@@ -128,55 +132,89 @@ func parseJSONFloat(text string) float64 {
 // member is one key of a body given as JSON text.
 type member struct{ key, value string }
 
-// source finds a record's columns: attribute first, then body key.
-type source struct {
-	attrs   pcommon.Map
-	body    pcommon.Map
-	hasBody bool
-	members []member // the body's JSON object, when it came as text
+// body is a record's body, read once: a map, the members of a JSON object
+// given as text, or nothing (no body, or a log line a bridge put there).
+type body struct {
+	v      pcommon.Value // the map
+	m      pcommon.Map
+	hasMap bool
+	// text is the body's JSON text, with invalid UTF-8 replaced, and
+	// members its object's members, in document order.
+	text    string
+	members []member
+	// err says why the body cannot be read. It is reported only when the
+	// body is needed: an eval record's column-keyed body is never read.
+	err error
 }
 
-// newSource reads the body: a map, or a string holding a JSON object. Other
-// text (a log line a bridge put there) is not the episode's and is ignored;
-// text that starts like an object but does not parse is an error, since it
-// was meant as the episode.
-func newSource(attrs pcommon.Map, body pcommon.Value) (source, error) {
-	src := source{attrs: attrs}
-	switch body.Type() {
+// readBody reads a body: a map, or a string holding a JSON object. Other
+// text is not the episode's and is ignored; text that starts like an
+// object but does not parse is an error, since it was meant as the episode.
+func readBody(v pcommon.Value) body {
+	switch v.Type() {
 	case pcommon.ValueTypeEmpty:
 	case pcommon.ValueTypeMap:
-		src.body, src.hasBody = body.Map(), true
+		return body{v: v, m: v.Map(), hasMap: true}
 	case pcommon.ValueTypeStr:
-		s := body.Str()
+		s := v.Str()
 		if firstNonSpace(s) != '{' {
 			break
 		}
 		// Invalid UTF-8 can only sit inside JSON strings; replacing it once
 		// here keeps every span cut from the body valid text.
 		s = strings.ToValidUTF8(s, "\uFFFD")
-		src.members = make([]member, 0, 16)
-		err := eachMember(s, func(k, v string) error {
-			src.members = append(src.members, member{unquote(k), v})
-			return nil
-		})
-		if err != nil {
-			return source{}, rejection(reject.BadBody, bodyField, "body looks like a JSON object but does not parse: %v", err)
+		b, err := objectBody(s)
+		if err == nil {
+			return b
 		}
+		// Python's json.dumps writes NaN and ±Inf as NaN and Infinity,
+		// which are not JSON. A native document is taken with them as null,
+		// as the SDK would store them; a column-keyed body keeps its rules.
+		if py, changed := rewriteJSON(s, false, true); changed {
+			if pb, err := objectBody(py); err == nil && pb.isDocument() {
+				return pb
+			}
+		}
+		return body{err: rejection(reject.BadBody, bodyField, "body looks like a JSON object but does not parse: %v", err)}
 	default:
-		return source{}, rejection(reject.BadBody, bodyField, "body must be a map or a string holding a JSON object, got %s", pvalue.TypeName(body))
+		return body{err: rejection(reject.BadBody, bodyField, "body must be a map or a string holding a JSON object, got %s", pvalue.TypeName(v))}
 	}
-	return src, nil
+	return body{}
+}
+
+// objectBody reads the JSON text of an object into its members.
+func objectBody(s string) (body, error) {
+	b := body{text: s, members: make([]member, 0, 16)}
+	err := eachMember(s, func(k, v string) error {
+		b.members = append(b.members, member{unquote(k), v})
+		return nil
+	})
+	return b, err
+}
+
+// source finds a record's columns: attribute first, then body key.
+type source struct {
+	attrs pcommon.Map
+	body
+}
+
+// newSource is the column-keyed reading of a record.
+func newSource(attrs pcommon.Map, b body) (source, error) {
+	if b.err != nil {
+		return source{}, b.err
+	}
+	return source{attrs: attrs, body: b}, nil
 }
 
 // get finds column's value; a null or empty value is no value, so an empty
 // attribute leaves the column to the body.
 func (s *source) get(column string) (field, bool) {
 	if v, ok := s.attrs.Get(attrPrefix + column); ok && v.Type() != pcommon.ValueTypeEmpty {
-		return field{column: column, fromAttr: true, v: v}, true
+		return field{column: column, fromAttr: true, value: value{v: v}}, true
 	}
-	if s.hasBody {
-		if v, ok := s.body.Get(column); ok && v.Type() != pcommon.ValueTypeEmpty {
-			return field{column: column, v: v}, true
+	if s.hasMap {
+		if v, ok := s.m.Get(column); ok && v.Type() != pcommon.ValueTypeEmpty {
+			return field{column: column, value: value{v: v}}, true
 		}
 	}
 	// The last of duplicate keys wins, as with encoding/json.
@@ -193,5 +231,5 @@ func jsonField(column, text string) (field, bool) {
 	if text == "null" {
 		return field{}, false
 	}
-	return field{column: column, raw: text}, true
+	return field{column: column, value: value{raw: text}}, true
 }

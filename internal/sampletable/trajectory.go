@@ -150,7 +150,7 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 	t.last.index = t.branches - 1
 	branches.At(t.last.index).Map().Range(func(k string, v pcommon.Value) bool {
 		if v.Type() != pcommon.ValueTypeEmpty {
-			t.last.see(k, field{column: f.column, fromAttr: f.fromAttr, v: v})
+			t.last.see(k, field{column: f.column, fromAttr: f.fromAttr, value: value{v: v}})
 		}
 		return true
 	})

@@ -1,7 +1,9 @@
 package stepmetrics
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
@@ -63,48 +65,17 @@ func readValue(v pcommon.Value) (f float64, how reject.Reason, ok bool) {
 // not strconv's, decides: strconv also takes "NaN", "inf", "0x1p3", "+1" and
 // ".5", none of which a Python str() of a numpy number gives, and none of
 // which a producer sending strings should have read as numbers by surprise.
-// Surrounding spaces are not trimmed for the same reason.
+// Surrounding spaces are refused too: "1 " is not what str() gives. A JSON
+// text that starts with '-' or a digit can only be a number, and one that
+// ends with a digit has no trailing space, so json.Valid checks the rest.
 func isJSONNumber(s string, fraction bool) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		i = skipDigits(s, i)
-	default:
+	if s == "" || !(s[0] == '-' || isDigit(s[0])) || !isDigit(s[len(s)-1]) {
 		return false
 	}
-	if !fraction {
-		return i == len(s)
+	if !fraction && strings.ContainsAny(s, ".eE") {
+		return false
 	}
-	if i < len(s) && s[i] == '.' {
-		j := skipDigits(s, i+1)
-		if j == i+1 {
-			return false
-		}
-		i = j
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		j := skipDigits(s, i)
-		if j == i {
-			return false
-		}
-		i = j
-	}
-	return i == len(s)
+	return json.Valid([]byte(s))
 }
 
-// skipDigits is the index of the first non-digit of s at or after i.
-func skipDigits(s string, i int) int {
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return i
-}
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -20,6 +20,26 @@
 //     are read leniently (an integral double is an int, telemetry.md §3);
 //     their sign is not checked here (the spec sets no range).
 //
+//   - Python values are taken as a Python user means them. The OTel Python SDK
+//     (1.44) stringifies numpy scalars: np.int64(20) and np.float32(0.5) arrive
+//     as the strings "20" and "0.5", and a trainer's steps and metrics are
+//     numpy scalars more often than not. Rejecting them would lose a run's
+//     curves over a type the user never chose. So a prime.step string holding a
+//     decimal integer is that step (a point's and an event's alike), a
+//     prime.metrics value string holding a decimal number is that number, and a
+//     bool value is 1 or 0 (Python's True == 1; an SDK sends a Python bool as
+//     an OTLP bool). "Decimal" is JSON's number grammar, not strconv's: "NaN",
+//     "inf", "", " 1", "+1", "0x10" stay bad values, since a string that only
+//     parses under a lenient reading is not a number anyone meant; a step
+//     string with a fraction or exponent ("20.0") stays a bad step, as a str()
+//     of a numpy integer never gives one. A number string past float64 is ±Inf
+//     and rejected as non_finite, as the double would be. Each coercion comes
+//     back as a reason (reject.NumberString, reject.BoolValue) so the root
+//     package counts it apart from rejections: the data is delivered, and the
+//     trainer can still find and fix its types. A coercion counts only when its
+//     point or event delivered something; a value rejected anyway is a
+//     rejection alone, never both.
+//
 //   - Key folding. The platform's post is one flat name → number object per
 //     step, so the data-point attributes that tell series apart (env, rank,
 //     …) must go into the name, or two series would overwrite each other.
@@ -59,7 +79,9 @@
 //   - Order is deterministic (metric order, then point order; document order
 //     for a JSON event body), so callers and tests can compare slices.
 //
-//   - FilterSteps resolves steps exactly as FromResource does, so a retry
-//     handed back to the collector holds just the failed steps' points plus
-//     the step gauge points they need.
+//   - FilterSteps resolves steps exactly as FromResource does, string steps
+//     included, so a retry handed back to the collector holds just the
+//     failed steps' points plus the step gauge points they need. It copies
+//     points unchanged: the retry is mapped, and its coercions counted,
+//     afresh.
 package stepmetrics

@@ -16,8 +16,8 @@ import (
 const bodyKey = "body"
 
 // FromEvent maps one prime.metrics log record (telemetry.md §3) to entries of
-// its step: attribute prime.step (an int, or an integral double) gives the
-// step, and the values are
+// its step: attribute prime.step (an int, an integral double, or a string
+// holding a decimal integer) gives the step, and the values are
 //   - the body, when it is a non-empty map of name → number or a string
 //     holding such a JSON object (attributes then only carry the step);
 //   - otherwise every attribute but the event's own control attributes
@@ -25,19 +25,24 @@ const bodyKey = "body"
 //     attributes that OTel log bridges add by themselves (code.*, thread.*,
 //     exception.*, log.record.*, log.file.* and friends; see bridgeAttribute).
 //
-// Each value is read leniently (an int is a number). A value that is not a
-// number is a bad_value rejection of its own; the event's other values still
-// count. Keys are taken as given, with no attribute folding: an event has no
-// data-point attributes. A rejection's Field is the key, attribute or
-// "body" concerned.
-func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected []*reject.Rejection) {
+// Each value is read leniently (an int is a number, a string holding a
+// decimal number is that number, a bool is 1 or 0; see readValue). A value
+// that is none of these is a bad_value rejection of its own; the event's
+// other values still count. Keys are taken as given, with no attribute
+// folding: an event has no data-point attributes. A rejection's Field is the
+// key, attribute or "body" concerned.
+//
+// coerced holds one reason per value that became an entry only by coercion,
+// in value order, then one for a string step if the event gave any entry,
+// for the caller to count.
+func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected []*reject.Rejection, coerced []reject.Reason) {
 	sv, ok := attrs.Get(stepAttribute)
 	if !ok {
-		return nil, []*reject.Rejection{reject.New(reject.NoStep, stepAttribute, "prime.metrics event has no %s attribute", stepAttribute)}
+		return nil, []*reject.Rejection{reject.New(reject.NoStep, stepAttribute, "prime.metrics event has no %s attribute", stepAttribute)}, nil
 	}
-	step, ok := pvalue.Int(sv)
+	step, stepHow, ok := readStep(sv)
 	if !ok {
-		return nil, []*reject.Rejection{reject.New(reject.BadStep, stepAttribute, "prime.metrics event: attribute %s must be an int, got %s", stepAttribute, describe(sv))}
+		return nil, []*reject.Rejection{reject.New(reject.BadStep, stepAttribute, "prime.metrics event: attribute %s must be an int, got %s", stepAttribute, describe(sv))}, nil
 	}
 
 	values, fromBody, bodyErr := bodyValues(body)
@@ -53,7 +58,7 @@ func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected
 			return true
 		}
 		candidates++
-		f, ok := pvalue.Float(v)
+		f, how, ok := readValue(v)
 		switch {
 		case !ok:
 			rejected = append(rejected, reject.New(reject.BadValue, k, "prime.metrics event: value of %q must be a number, got %s", k, pvalue.TypeName(v)))
@@ -61,13 +66,21 @@ func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected
 			rejected = append(rejected, nonFinite(k, f))
 		default:
 			entries = append(entries, Entry{Step: step, Key: k, Value: f})
+			if how != "" {
+				coerced = append(coerced, how)
+			}
 		}
 		return true
 	})
 	if candidates == 0 && len(rejected) == 0 {
 		rejected = append(rejected, reject.New(reject.NoValues, "prime.metrics", "prime.metrics event for step %d carries no values", step))
 	}
-	return entries, rejected
+	// Like a point's, the step counts as coerced only when it delivered
+	// something; an event rejected whole is counted as rejected alone.
+	if stepHow != "" && len(entries) > 0 {
+		coerced = append(coerced, stepHow)
+	}
+	return entries, rejected, coerced
 }
 
 // bodyValues reads the body as the event's values: a map, or a string whose

@@ -29,12 +29,12 @@ func TestFromEventMapsAPrimeMetricsEventToItsStepsEntries(t *testing.T) {
 			emptyBody,
 			[]Entry{{3, "code.pass_rate", 0.5}}, nil},
 		{"a non-number value is rejected on its own and the others still count",
-			[]any{"prime.step", int64(3), "loss", 0.25, "note", "warmup", "flag", true},
+			[]any{"prime.step", int64(3), "loss", 0.25, "note", "warmup", "cfg", map[string]any{"lr": 0.1}},
 			emptyBody,
 			[]Entry{{3, "loss", 0.25}},
 			[]rejection{
 				{"bad_value", "note", `prime.metrics event: value of "note" must be a number, got string`},
-				{"bad_value", "flag", `prime.metrics event: value of "flag" must be a number, got bool`},
+				{"bad_value", "cfg", `prime.metrics event: value of "cfg" must be a number, got map`},
 			}},
 		{"a non-finite value is rejected by name",
 			[]any{"prime.step", int64(3), "loss", math.Inf(1), "kl", 0.1},
@@ -83,8 +83,8 @@ func TestFromEventMapsAPrimeMetricsEventToItsStepsEntries(t *testing.T) {
 			emptyBody,
 			nil,
 			[]rejection{{"bad_step", "prime.step", `prime.metrics event: attribute prime.step must be an int, got double 2.5`}}},
-		{"a string prime.step is a bad step",
-			[]any{"prime.step", "2", "loss", 0.5},
+		{"a string prime.step that is not a decimal integer is a bad step",
+			[]any{"prime.step", "2.0", "loss", 0.5},
 			emptyBody,
 			nil,
 			[]rejection{{"bad_step", "prime.step", `prime.metrics event: attribute prime.step must be an int, got string`}}},
@@ -98,7 +98,7 @@ func TestFromEventMapsAPrimeMetricsEventToItsStepsEntries(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := pcommon.NewMap()
 			attrs(t, m, tt.attrs...)
-			entries, rejected := FromEvent(m, tt.body(t))
+			entries, rejected, _ := FromEvent(m, tt.body(t))
 			assertMapping(t, entries, rejected, tt.want, tt.wantRj)
 		})
 	}

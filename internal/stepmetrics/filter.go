@@ -5,10 +5,12 @@ import (
 )
 
 // FilterSteps appends to dst a copy of rm holding only the data points whose
-// step satisfies keep, resolved exactly as FromResource resolves it. It hands
-// only the failed steps back to the collector's retry
-// (consumererror.NewMetrics), so a retry does not resend the steps that went
-// through.
+// step satisfies keep, resolved exactly as FromResource resolves it (a
+// prime.step number string included). It hands only the failed steps back to
+// the collector's retry (consumererror.NewMetrics), so a retry does not
+// resend the steps that went through. Points are copied as they came, a
+// string step still a string: the retry is the same input, mapped the same
+// way.
 //
 // A step metric point's own step is its value, so the step gauge points of a
 // kept step are kept too and the retried points still find their step.
@@ -54,7 +56,7 @@ func (r stepResolver) filter(m pmetric.Metric, keep func(int64) bool) int {
 		if dp.Flags().NoRecordedValue() {
 			return false
 		}
-		step, rej := r.step(name, dp)
+		step, _, rej := r.step(name, dp)
 		return rej == nil && keep(step)
 	}
 	switch m.Type() {

@@ -71,7 +71,7 @@ func TestFilterStepsKeepsOnlyTheWantedSteps(t *testing.T) {
 			if !reflect.DeepEqual(scopes, tt.wantScopes) {
 				t.Errorf("scopes = %v, want %v", scopes, tt.wantScopes)
 			}
-			entries, rejected := FromResource(got, defaultOptions())
+			entries, rejected, _ := FromResource(got, defaultOptions())
 			assertMapping(t, entries, rejected, tt.want, nil)
 			if dst.DataPointCount() != tt.wantPoints {
 				t.Errorf("kept %d points, want %d", dst.DataPointCount(), tt.wantPoints)

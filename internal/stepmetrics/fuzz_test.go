@@ -1,9 +1,11 @@
 package stepmetrics
 
 import (
+	"errors"
 	"math"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,11 +43,20 @@ func FuzzFromResource(f *testing.F) {
 }
 
 func checkResource(t *testing.T, rm pmetric.ResourceMetrics, opts Options) {
-	entries, rejected := FromResource(rm, opts)
+	entries, rejected, coerced := FromResource(rm, opts)
 	for _, e := range entries {
 		if math.IsNaN(e.Value) || math.IsInf(e.Value, 0) {
 			t.Fatalf("non-finite entry %+v", e)
 		}
+	}
+	// A point's only coercion is its step, and it counts only with entries.
+	for _, c := range coerced {
+		if c != reject.NumberString {
+			t.Fatalf("unexpected coercion %q of a data point", c)
+		}
+	}
+	if len(coerced) > len(entries) {
+		t.Fatalf("%d coercions for %d entries", len(coerced), len(entries))
 	}
 	for _, r := range rejected {
 		switch r.Reason {
@@ -65,7 +76,7 @@ func checkResource(t *testing.T, rm pmetric.ResourceMetrics, opts Options) {
 		FilterSteps(dst, rm, opts, keep)
 		var got []Entry
 		for i := 0; i < dst.ResourceMetrics().Len(); i++ {
-			es, _ := FromResource(dst.ResourceMetrics().At(i), opts)
+			es, _, _ := FromResource(dst.ResourceMetrics().At(i), opts)
 			got = append(got, es...)
 		}
 		var want []Entry
@@ -102,6 +113,11 @@ func fuzzSeeds(tb testing.TB) []pmetric.ResourceMetrics {
 	q := s.QuantileValues().AppendEmpty()
 	q.SetQuantile(0.5)
 	q.SetValue(2)
+	// Steps as the OTel Python SDK sends numpy integers, and strings that
+	// are no step.
+	dbl(tb, gauge(ms, "entropy"), 0.3, 40, "prime.step", "20")
+	dbl(tb, gauge(ms, "entropy"), 0.4, 50, "prime.step", "20.0")
+	dbl(tb, gauge(ms, "entropy"), math.Inf(1), 60, "prime.step", "-3")
 	return []pmetric.ResourceMetrics{rm, twoSteps(tb)}
 }
 
@@ -187,17 +203,20 @@ func unfold(s string) ([][2]string, bool) {
 }
 
 // FuzzFromEvent feeds arbitrary bodies through the event mapping: no panic,
-// every entry finite and of the event's step.
+// every entry finite and of the event's step, and no more coercions than
+// entries (one per value, and the step's only alongside one).
 func FuzzFromEvent(f *testing.F) {
 	f.Add(`{"loss": 0.5, "n": 3}`, int64(1))
 	f.Add(`{"loss": 1e400}`, int64(2))
 	f.Add(`{"a": {"b": [1, null]}, "": true}`, int64(-1))
 	f.Add(`{"loss": 0.5,`, int64(0))
 	f.Add("not json", int64(3))
+	f.Add(`{"m/f32": "0.5", "n": "-3", "lr": "1e-06", "ok": false, "big": "1e400"}`, int64(20))
+	f.Add(`{"a": "NaN", "b": "inf", "c": "", "d": " 1", "e": "01", "f": "+1", "g": ".5"}`, int64(4))
 	f.Fuzz(func(t *testing.T, body string, step int64) {
 		m := pcommon.NewMap()
 		m.PutInt(stepAttribute, step)
-		entries, rejected := FromEvent(m, pcommon.NewValueStr(body))
+		entries, rejected, coerced := FromEvent(m, pcommon.NewValueStr(body))
 		for _, e := range entries {
 			if e.Step != step || math.IsNaN(e.Value) || math.IsInf(e.Value, 0) {
 				t.Fatalf("bad entry %+v for step %d", e, step)
@@ -205,6 +224,35 @@ func FuzzFromEvent(f *testing.F) {
 		}
 		if len(entries) == 0 && len(rejected) == 0 {
 			t.Fatalf("body %q gave neither entries nor rejections", body)
+		}
+		if len(coerced) > len(entries) {
+			t.Fatalf("body %q gave %d coercions for %d entries", body, len(coerced), len(entries))
+		}
+	})
+}
+
+// FuzzNumberStrings checks that a string read as a number is one that
+// strconv reads as the same number (so the JSON-grammar gate never lets
+// through what the parse would then misread), and that a string read as a
+// step is exactly that integer.
+func FuzzNumberStrings(f *testing.F) {
+	for _, s := range []string{"0.5", "-3", "1e-06", "20", "-0", "1e400", "NaN", "inf", "", " 1", "+1", ".5", "01", "1_000", "0x10", "20.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v := pcommon.NewValueStr(s)
+		if got, how, ok := readValue(v); ok {
+			want, err := strconv.ParseFloat(s, 64)
+			if how != reject.NumberString || (err != nil && !errors.Is(err, strconv.ErrRange)) || math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("readValue(%q) = %v, %q; strconv says %v, %v", s, got, how, want, err)
+			}
+		}
+		if step, how, ok := readStep(v); ok {
+			// A decimal integer without leading zeros prints back as itself;
+			// "-0" is the one JSON integer that does not.
+			if how != reject.NumberString || (strconv.FormatInt(step, 10) != s && s != "-0") {
+				t.Fatalf("readStep(%q) = %d, %q", s, step, how)
+			}
 		}
 	})
 }

@@ -14,8 +14,10 @@ import (
 // metrics) to entries, in metric order then point order. Points that cannot
 // be sent come back as rejections, whose Field is the metric name (or, for
 // a non-finite value, the entry key); points with no recorded value produce
-// nothing at all.
-func FromResource(rm pmetric.ResourceMetrics, opts Options) (entries []Entry, rejected []*reject.Rejection) {
+// nothing at all. coerced holds one reason per point that gave entries only
+// because its prime.step was a number string (reject.NumberString), in
+// point order, for the caller to count.
+func FromResource(rm pmetric.ResourceMetrics, opts Options) (entries []Entry, rejected []*reject.Rejection, coerced []reject.Reason) {
 	c := collector{steps: newStepResolver(rm, opts)}
 	sms := rm.ScopeMetrics()
 	for i := 0; i < sms.Len(); i++ {
@@ -24,14 +26,16 @@ func FromResource(rm pmetric.ResourceMetrics, opts Options) (entries []Entry, re
 			c.metric(ms.At(j))
 		}
 	}
-	return c.entries, c.rejected
+	return c.entries, c.rejected, c.coerced
 }
 
-// collector accumulates the entries and rejections of one resource.
+// collector accumulates the entries, rejections and coercions of one
+// resource.
 type collector struct {
 	steps    stepResolver
 	entries  []Entry
 	rejected []*reject.Rejection
+	coerced  []reject.Reason
 }
 
 func (c *collector) metric(m pmetric.Metric) {
@@ -75,18 +79,21 @@ func (c *collector) number(name string, own bool, dp pmetric.NumberDataPoint) {
 		return
 	}
 	var step int64
+	var how reject.Reason
 	var rej *reject.Rejection
 	if own {
 		step, rej = c.steps.ownStep(name, v)
 	} else {
-		step, rej = c.steps.step(name, dp)
+		step, how, rej = c.steps.step(name, dp)
 	}
 	if rej != nil {
 		c.rejected = append(c.rejected, rej)
 		return
 	}
+	before := len(c.entries)
 	f, _ := pvalue.Float(v)
 	c.add(step, FormatKey(name, dp.Attributes()), f)
+	c.coercedIf(how, before)
 }
 
 // distribution is what histograms and exponential histograms share.
@@ -97,10 +104,11 @@ type distribution struct {
 }
 
 func (c *collector) distribution(name string, dp point, d distribution) {
-	step, ok := c.recordedStep(name, dp)
+	step, how, ok := c.recordedStep(name, dp)
 	if !ok {
 		return
 	}
+	before := len(c.entries)
 	key := FormatKey(name, dp.Attributes())
 	c.add(step, key+"/count", float64(d.count))
 	if d.hasSum {
@@ -118,13 +126,15 @@ func (c *collector) distribution(name string, dp point, d distribution) {
 	if d.hasMax {
 		c.add(step, key+"/max", d.max)
 	}
+	c.coercedIf(how, before)
 }
 
 func (c *collector) summary(name string, dp pmetric.SummaryDataPoint) {
-	step, ok := c.recordedStep(name, dp)
+	step, how, ok := c.recordedStep(name, dp)
 	if !ok {
 		return
 	}
+	before := len(c.entries)
 	key := FormatKey(name, dp.Attributes())
 	c.add(step, key+"/count", float64(dp.Count()))
 	c.add(step, key+"/sum", dp.Sum())
@@ -132,20 +142,31 @@ func (c *collector) summary(name string, dp pmetric.SummaryDataPoint) {
 	for i := 0; i < qs.Len(); i++ {
 		c.add(step, key+"/q"+formatFloat(qs.At(i).Quantile()), qs.At(i).Value())
 	}
+	c.coercedIf(how, before)
 }
 
 // recordedStep resolves a point's step, recording a rejection when it has
 // none; a point flagged with no recorded value is skipped silently.
-func (c *collector) recordedStep(name string, dp point) (int64, bool) {
+func (c *collector) recordedStep(name string, dp point) (int64, reject.Reason, bool) {
 	if dp.Flags().NoRecordedValue() {
-		return 0, false
+		return 0, "", false
 	}
-	step, rej := c.steps.step(name, dp)
+	step, how, rej := c.steps.step(name, dp)
 	if rej != nil {
 		c.rejected = append(c.rejected, rej)
-		return 0, false
+		return 0, "", false
 	}
-	return step, true
+	return step, how, true
+}
+
+// coercedIf notes the coercion how (if any) of a point that gave entries
+// past index before. A point whose every value was rejected was not
+// delivered by coercing its step, so it counts as rejected alone, never as
+// both.
+func (c *collector) coercedIf(how reject.Reason, before int) {
+	if how != "" && len(c.entries) > before {
+		c.coerced = append(c.coerced, how)
+	}
 }
 
 // add appends one entry, or a rejection when the value is NaN or ±Inf.

@@ -89,7 +89,7 @@ func TestEachMetricTypeMapsToItsEntries(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rm, ms := resource()
 			tt.build(t, ms)
-			entries, rejected := FromResource(rm, defaultOptions())
+			entries, rejected, _ := FromResource(rm, defaultOptions())
 			assertMapping(t, entries, rejected, tt.want, nil)
 		})
 	}
@@ -100,7 +100,7 @@ func TestFromResourceReadsEveryScope(t *testing.T) {
 	dbl(t, gauge(ms, "loss"), 0.5, 1, "prime.step", 1)
 	second := rm.ScopeMetrics().AppendEmpty().Metrics()
 	dbl(t, gauge(second, "kl"), 0.1, 1, "prime.step", 1)
-	entries, rejected := FromResource(rm, defaultOptions())
+	entries, rejected, _ := FromResource(rm, defaultOptions())
 	assertMapping(t, entries, rejected, []Entry{{1, "loss", 0.5}, {1, "kl", 0.1}}, nil)
 }
 
@@ -151,7 +151,7 @@ func TestNonFiniteValuesAreRejectedByKeyAndNeverSent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rm, ms := resource()
 			tt.build(t, ms)
-			entries, rejected := FromResource(rm, defaultOptions())
+			entries, rejected, _ := FromResource(rm, defaultOptions())
 			assertMapping(t, entries, rejected, tt.want, tt.wantRj)
 		})
 	}
@@ -191,7 +191,7 @@ func TestPointsWithNoRecordedValueProduceNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rm, ms := resource()
 			tt.build(t, ms)
-			entries, rejected := FromResource(rm, defaultOptions())
+			entries, rejected, _ := FromResource(rm, defaultOptions())
 			assertMapping(t, entries, rejected, nil, nil)
 		})
 	}

@@ -97,30 +97,31 @@ func (r stepResolver) ownStep(name string, v pcommon.Value) (int64, *reject.Reje
 }
 
 // step resolves an ordinary point's step: its prime.step attribute, else the
-// step metric at the same timestamp.
-func (r stepResolver) step(name string, dp point) (int64, *reject.Rejection) {
+// step metric at the same timestamp. how is the coercion the attribute
+// needed (readStep), "" for none.
+func (r stepResolver) step(name string, dp point) (step int64, how reject.Reason, rej *reject.Rejection) {
 	if v, ok := dp.Attributes().Get(stepAttribute); ok {
-		if step, ok := pvalue.Int(v); ok {
-			return step, nil
+		if step, how, ok := readStep(v); ok {
+			return step, how, nil
 		}
-		return 0, reject.New(reject.BadStep, name, "metric %q: attribute %s must be an int, got %s", name, stepAttribute, describe(v))
+		return 0, "", reject.New(reject.BadStep, name, "metric %q: attribute %s must be an int, got %s", name, stepAttribute, describe(v))
 	}
 	if r.metric == "" {
-		return 0, reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute", name, stepAttribute)
+		return 0, "", reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute", name, stepAttribute)
 	}
 	if dp.Timestamp() == 0 {
-		return 0, reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute and no timestamp to match a %q gauge at", name, stepAttribute, r.metric)
+		return 0, "", reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute and no timestamp to match a %q gauge at", name, stepAttribute, r.metric)
 	}
 	got, ok := r.byTime[dp.Timestamp()]
 	switch {
 	case !ok:
-		return 0, reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute and no %q gauge at its timestamp", name, stepAttribute, r.metric)
+		return 0, "", reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute and no %q gauge at its timestamp", name, stepAttribute, r.metric)
 	case !got.integral:
-		return 0, reject.New(reject.BadStep, name, "metric %q: the %q gauge at its timestamp is not an integral step", name, r.metric)
+		return 0, "", reject.New(reject.BadStep, name, "metric %q: the %q gauge at its timestamp is not an integral step", name, r.metric)
 	case got.conflict:
-		return 0, reject.New(reject.BadStep, name, "metric %q: the %q gauge reports different steps at its timestamp", name, r.metric)
+		return 0, "", reject.New(reject.BadStep, name, "metric %q: the %q gauge reports different steps at its timestamp", name, r.metric)
 	}
-	return got.step, nil
+	return got.step, "", nil
 }
 
 // describe names a value's type for an error, with the value itself when it

@@ -28,9 +28,9 @@ func TestTheStepComesFromPrimeStepThenTheStepGaugeAtTheSameTimestamp(t *testing.
 			func(t *testing.T, ms pmetric.MetricSlice) { dbl(t, gauge(ms, "loss"), 0.5, ts, "prime.step", 3.5) },
 			nil,
 			[]rejection{{"bad_step", "loss", `metric "loss": attribute prime.step must be an int, got double 3.5`}}},
-		{"a string prime.step is a bad step",
+		{"a string prime.step that is not a decimal integer is a bad step",
 			defaultOptions(),
-			func(t *testing.T, ms pmetric.MetricSlice) { dbl(t, gauge(ms, "loss"), 0.5, ts, "prime.step", "3") },
+			func(t *testing.T, ms pmetric.MetricSlice) { dbl(t, gauge(ms, "loss"), 0.5, ts, "prime.step", "three") },
 			nil,
 			[]rejection{{"bad_step", "loss", `metric "loss": attribute prime.step must be an int, got string`}}},
 		{"the step gauge at the same timestamp gives the step, even reported after the point",
@@ -153,7 +153,7 @@ func TestTheStepComesFromPrimeStepThenTheStepGaugeAtTheSameTimestamp(t *testing.
 		t.Run(tt.name, func(t *testing.T) {
 			rm, ms := resource()
 			tt.build(t, ms)
-			entries, rejected := FromResource(rm, tt.opts)
+			entries, rejected, _ := FromResource(rm, tt.opts)
 			assertMapping(t, entries, rejected, tt.want, tt.wantRj)
 		})
 	}

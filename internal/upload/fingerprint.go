@@ -28,6 +28,15 @@ func episodeFingerprint(ep sampletable.Episode) uint64 {
 	}
 	word(ep.Step)
 	word(ep.CreatedAt.UnixMicro())
+	// The rows of one oversized document can be alike but for the trace
+	// they project. Part is hashed only when set, so that every other
+	// row keeps the fingerprint it had before Part existed and a replay
+	// across an upgrade still finds what was delivered; the -2 before it
+	// is no length, so no other row hashes the same words.
+	if ep.Part != 0 {
+		word(-2)
+		word(int64(ep.Part))
+	}
 	for _, s := range []*string{&ep.Tag, &ep.Prompt, &ep.Answer, &ep.Trajectory, ep.EnvName, ep.Completion, ep.Task, ep.Info, ep.Metrics, ep.Timing} {
 		text(s)
 	}

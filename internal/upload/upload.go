@@ -30,6 +30,8 @@ type Config struct {
 type Telemetry interface {
 	Reject(signal string, reason reject.Reason, n int)
 	Skip(signal string, reason reject.Reason, n int)
+	// Coerce counts values taken as a Python user means them.
+	Coerce(signal string, reason reject.Reason, n int)
 	SamplesUploaded(rows, objects, bytes int)
 }
 
@@ -73,30 +75,68 @@ func (b Batch) Locs() map[Loc]bool {
 	return out
 }
 
-// Accept maps one record into b; what has no row is counted and logged
-// here.
-func (u *Uploader) Accept(l runs.Lease, b Batch, lr plog.LogRecord, loc Loc) {
-	ep, err := sampletable.FromRecord(lr.Attributes(), lr.Body(), lr.Timestamp(), lr.ObservedTimestamp(), time.Now())
-	switch {
-	case err != nil:
+// Accept maps one record into b, one episode per row; what has no row is
+// counted and logged here, and so are values taken as a Python user means
+// them. It returns the record as mapped, for the sinks that take more of
+// it than its rows (its Document); a rejected record comes back empty.
+func (u *Uploader) Accept(l runs.Lease, b Batch, lr plog.LogRecord, loc Loc) sampletable.Record {
+	rec, err := sampletable.FromRecord(lr.Attributes(), lr.Body(), lr.Timestamp(), lr.ObservedTimestamp(), time.Now())
+	if err != nil {
 		reason := reject.BadValue
 		if rej, ok := errors.AsType[*reject.Rejection](err); ok {
 			reason = rej.Reason
 		}
 		u.reject(l, reason, 1, "episode\x00"+l.ID()+"\x00"+string(reason), "Rejected a prime.episode record that cannot become a row",
 			zap.String("reason", string(reason)), zap.Error(err))
-	case ep.Eval:
-		u.skip(l, reject.Eval, 1)
-	case ep.Step%u.cfg.StepInterval != 0:
-		u.skip(l, reject.OffCadence, 1)
-	case ep.EmptyTrajectory:
-		u.skip(l, reject.EmptyTrajectory, 1)
-	case int64(ep.Size) > u.cfg.MaxEpisodeBytes:
-		u.reject(l, reject.EpisodeTooLarge, 1, "episode\x00"+l.ID()+"\x00too_large", "Rejected a prime.episode larger than samples.max_episode_bytes",
-			zap.Int64("step", ep.Step), zap.Int("bytes", ep.Size), zap.Int64("max_episode_bytes", u.cfg.MaxEpisodeBytes))
-	default:
-		b[ep.Step] = append(b[ep.Step], episode{ep: ep, loc: loc})
+		return sampletable.Record{}
 	}
+	u.coerced(l, rec.Coerced)
+	switch {
+	case rec.Eval:
+		u.skip(l, reject.Eval, 1)
+	case rec.Step%u.cfg.StepInterval != 0:
+		u.skip(l, reject.OffCadence, max(1, len(rec.Rows)))
+	case len(rec.Rows) == 0:
+		u.skip(l, reject.EmptyTrajectory, 1)
+	}
+	if rec.Eval || rec.Step%u.cfg.StepInterval != 0 {
+		return rec
+	}
+	for _, ep := range rec.Rows {
+		if int64(ep.Size) > u.cfg.MaxEpisodeBytes {
+			u.reject(l, reject.EpisodeTooLarge, 1, "episode\x00"+l.ID()+"\x00too_large", "Rejected a prime.episode larger than samples.max_episode_bytes",
+				zap.Int64("step", ep.Step), zap.Int("bytes", ep.Size), zap.Int64("max_episode_bytes", u.cfg.MaxEpisodeBytes))
+			continue
+		}
+		b[rec.Step] = append(b[rec.Step], episode{ep: ep, loc: loc})
+	}
+	return rec
+}
+
+// coerced counts a record's coercions by reason and says, once per run and
+// reason, what the trainer could send instead.
+func (u *Uploader) coerced(l runs.Lease, reasons []reject.Reason) {
+	n := map[reject.Reason]int{}
+	for _, r := range reasons {
+		n[r]++
+	}
+	for _, r := range slices.Sorted(maps.Keys(n)) {
+		u.tel.Coerce(runs.SignalLogs, r, n[r])
+		l.Count("values_coerced", int64(n[r]))
+		u.warn.Warn("coerced\x00"+l.ID()+"\x00"+string(r), "Took a prime.episode value as a Python user means it; sending it as its type avoids the conversion",
+			zap.String("run_id", l.ID()), zap.String("reason", string(r)), zap.String("means", coercionMeaning(r)))
+	}
+}
+
+// coercionMeaning says what a coercion took, for its log line.
+func coercionMeaning(r reject.Reason) string {
+	switch r {
+	case reject.NumberString:
+		return "prime.work.step was a string holding a decimal integer (the OTel Python SDK's form of a numpy int) and was taken as that number"
+	case reject.JSONText:
+		return "tag, prompt or answer was not a string (a list of chat messages, a number) and was stored as its JSON text"
+	}
+	return string(r)
 }
 
 func (u *Uploader) skip(l runs.Lease, reason reject.Reason, n int) {

@@ -59,6 +59,22 @@ func TestAnEpisodesFingerprintIsItsContentSoAReplayFindsIt(t *testing.T) {
 	assert.NotEqual(t, episodeFingerprint(a), episodeFingerprint(later))
 	assert.NotEqual(t, episodeFingerprint(a), episodeFingerprint(other))
 
+	// The rows of an oversized document can be alike but for their part.
+	second, third := a, a
+	second.Part, third.Part = 1, 2
+	assert.NotEqual(t, episodeFingerprint(a), episodeFingerprint(second))
+	assert.NotEqual(t, episodeFingerprint(second), episodeFingerprint(third))
+	assert.Equal(t, episodeFingerprint(second), episodeFingerprint(second))
+}
+
+// Fingerprints are kept by the run's store: a row without a part keeps
+// the fingerprint it had before parts existed, so that a replay across an
+// upgrade still finds what was delivered.
+func TestAFingerprintWithoutAPartIsTheOneBeforeParts(t *testing.T) {
+	info := "q"
+	ep := sampletable.Episode{Step: 10, Prompt: "q", Trajectory: "[{}]", Info: &info, CreatedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	assert.Equal(t, uint64(0xe9186ef14a8c7ce1), episodeFingerprint(ep))
+
 	part := []episode{{fp: 1}, {fp: 2}}
 	assert.Equal(t, objectFingerprint(10, part), objectFingerprint(10, []episode{{fp: 1}, {fp: 2}}))
 	assert.NotEqual(t, objectFingerprint(10, part), objectFingerprint(20, part), "the step is part of it")

@@ -1,0 +1,68 @@
+package platform
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/primeintellect/primeexporter/rft"
+)
+
+// Traces is where episode documents go when Prime Traces is on: the
+// service online, the run's folder offline.
+type Traces interface {
+	// UploadTraces commits one batch of stamped documents (compact JSON
+	// lines) for the run. A batch is content-addressed, so sending the same
+	// lines again is harmless: the service answers with the first receipt.
+	UploadTraces(ctx context.Context, runID, team string, lines [][]byte) error
+}
+
+// tracesContext is the provenance every batch carries; it never holds the
+// run id (the documents do).
+func tracesContext() map[string]any {
+	return map[string]any{"source": "otelcol-prime-exporter", "run_type": "train"}
+}
+
+// OnlineTraces is the Prime Traces service.
+type OnlineTraces struct{ c *rft.Traces }
+
+var _ Traces = (*OnlineTraces)(nil)
+
+// NewOnlineTraces wraps the service's client.
+func NewOnlineTraces(c *rft.Traces) *OnlineTraces { return &OnlineTraces{c: c} }
+
+func (o *OnlineTraces) UploadTraces(ctx context.Context, _, team string, lines [][]byte) error {
+	_, err := o.c.Upload(ctx, rft.TraceBatch{Lines: lines, Team: team, Context: tracesContext()})
+	return err
+}
+
+// CloseIdleConnections releases the client's keep-alive connections.
+func (o *OnlineTraces) CloseIdleConnections() { o.c.CloseIdleConnections() }
+
+// TracesDir is where offline mode keeps a run's Prime Traces batches.
+const TracesDir = "traces"
+
+var _ Traces = (*Offline)(nil)
+
+// UploadTraces writes the batch's JSONL, exactly what the service would
+// receive, to <run>/traces/<idempotency key>.jsonl: a later upload of the
+// file is the same request, and writing it again changes nothing.
+func (s *Offline) UploadTraces(_ context.Context, runID, _ string, lines [][]byte) error {
+	jsonl, key, err := rft.TraceJSONL(lines)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	_, err = s.runLocked(runID)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(s.dir, runID, TracesDir)
+	if err := os.MkdirAll(dir, offlineDirMode); err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, fmt.Sprintf("%s.jsonl", strings.TrimPrefix(key, "sha256:")), jsonl)
+}
