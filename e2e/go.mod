@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/primeintellect/primeexporter v0.0.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -16,7 +17,6 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/twpayne/go-geom v1.6.1 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 replace github.com/primeintellect/primeexporter => ../

@@ -1,23 +1,85 @@
-// Package sampletable maps prime.episode log records (telemetry.md §3) to rows
-// of the training viewer's sample table and writes those rows as Parquet
-// objects (rft-api.md "The training sample table"). It is pure: bytes in,
-// bytes out. The root package picks the records, groups them by run and
-// step, applies the cadence, assigns sample_id ranges and uploads the bytes.
+// Package sampletable maps prime.episode log records to rows of the
+// training viewer's sample table and writes those rows as Parquet objects
+// (rft-api.md "The training sample table"). A record is column-keyed
+// (telemetry.md §3) or a native verifiers document (episodes-native.md). It
+// is pure: bytes in, bytes out. The root package picks the records, groups
+// them by run and step, applies the cadence, assigns sample_id ranges and
+// uploads the bytes.
 //
 // Decisions, and why:
 //
 //   - Two steps, FromRecord then Encoder.Encode. A record is mapped (and
-//     rejected, on its own) when it arrives; a step's rows are encoded when
-//     the caller has them all. Episode.Size lets the caller enforce its size
-//     limits and split objects before encoding anything.
+//     rejected, on its own) when it arrives, into a Record: its step, its
+//     rows (one, several for an oversized document, none), its document and
+//     its coercions; a step's rows are encoded when the caller has them all.
+//     Episode.Size lets the caller enforce its size limits and split objects
+//     before encoding anything.
 //
-//   - Sources. Attribute prime.episode.<column> wins over body key <column>;
-//     a null or empty value is no value, so an empty attribute leaves the
-//     column to the body. The body is a map, or a string holding a JSON
-//     object. Other text is ignored rather than rejected: a logging bridge
-//     puts the log line there and the episode in attributes. Text that starts
-//     like an object but does not parse, and bodies of other types, are
-//     rejected, because they were meant as the episode.
+//   - Native documents. A body (a map, or a string holding a JSON object)
+//     with a top-level traces list is a verifiers Episode.to_record(), which
+//     prime-rl already holds for every episode: the trainer sends it as it
+//     is, and the exporter projects it the way the platform SDK does
+//     (prime_runs/projection.py), so a run shows the same rows whichever of
+//     the two sent them. Any other body keeps the column-keyed rules, which
+//     ignore a traces key. The step is attribute prime.work.step, else the
+//     body's run.work.step; eval work is either attribute prime.work.type or
+//     run.work.type saying "eval". Attributes prime.episode.<column> are not
+//     read: the document is the episode, and the SDK reads nothing else.
+//
+//   - The projection. The summary trace is the first trainable one, else
+//     the first. Its branches are rebuilt from the message graph (one per
+//     leaf, ascending; a node's call is the last naming it) with their token
+//     counts, its reward summed as Python 3.12 sums (compensated, so the row
+//     carries the SDK's value to the bit), and its info extended with the
+//     whole record (native_wrapper) and its index (native_trace_index), as
+//     {**info, ...} does: a key already there keeps its place. The episode's
+//     advantage is the summary trace's info.advantage. A document whose
+//     shape the projection cannot follow (a node that is not a map, a parent
+//     that is no node's index, parents in a cycle, a token count that is not
+//     an int) is rejected, naming the path (traces[0].nodes[3].parent),
+//     since the SDK would have failed on it too; what the projection does
+//     not read is not checked.
+//
+//   - The fallback. When the summary row's v0 sample would exceed the
+//     platform's 25 MiB request, the SDK uploads one row per trace instead,
+//     each with the trace's own info (JSON null when empty, as the SDK
+//     writes it) and the episode's advantage; so does FromRecord. The
+//     sample is counted as the row's text and 512 bytes for the SDK's other
+//     fields: a few KB off, against 25 MiB. Such rows can be alike to the
+//     byte, so Episode.Part (the trace's index) tells them apart, and the
+//     uploader's fingerprints with it.
+//
+//   - Document is the record as compact JSON: the bytes native_wrapper
+//     holds, and what another sink of the same record (Prime Traces) takes
+//     as is. A map body is written by pjson; text is compacted, and walked
+//     where it lies, like column-keyed text: each level of the document is
+//     read once, picking out what the projection needs, and values are
+//     copied as spans. Python's json.dumps writes NaN and ±Inf as NaN and
+//     Infinity, which are not JSON: a document's text that parses only with
+//     them as null is taken so, as the SDK's own projection would store
+//     them; a column-keyed body keeps its stricter rule. Projecting a
+//     document costs 1.4x to 1.6x mapping a column-keyed record of the
+//     same text (BenchmarkDocumentAgainstColumns: 16 against 11 µs an
+//     episode for 2 KB of text as a map, 750 against 470 µs for 200 KB as
+//     JSON text), its row holding the whole record once more.
+//
+//   - Python values are taken as a Python user means them, and counted
+//     (Record.Coerced) rather than rejected: the OTel Python SDK sends a
+//     numpy integer as a string, so a prime.work.step holding a decimal
+//     integer ("20", JSON's integer grammar) is that number
+//     (reject.NumberString); and a column-keyed tag, prompt or answer that
+//     is not a string (a list of chat messages) is stored as its JSON text
+//     (reject.JSONText). Nothing else is coerced: "1.5", "1e3" or "+1" as a
+//     step, a map env_name, a string reward are still rejected.
+//
+//   - Sources of a column-keyed record. Attribute prime.episode.<column>
+//     wins over body key <column>; a null or empty value is no value, so an
+//     empty attribute leaves the column to the body. The body is a map, or a
+//     string holding a JSON object. Other text is ignored rather than
+//     rejected: a logging bridge puts the log line there and the episode in
+//     attributes. Text that starts like an object but does not parse, and
+//     bodies of other types, are rejected, because they were meant as the
+//     episode.
 //
 //   - JSON text is read in place. Episodes carry megabytes of chat, usually
 //     serialised by the trainer already. A body or trajectory given as JSON
@@ -37,9 +99,10 @@
 //     integral double for an int).
 //
 //   - JSON columns (completion, trajectory, task, info, metrics, timing) hold
-//     the JSON encoding of the value, except a string that already holds a
-//     JSON object or array, which is stored as it is (no double encoding).
-//     Only objects and arrays pass: "42" as a string is stored as "\"42\"",
+//     the JSON encoding of the value, except, in a column-keyed record, a
+//     string that already holds a JSON object or array, which is stored as
+//     it is (no double encoding): a document's values are its own. Only
+//     objects and arrays pass: "42" as a string is stored as "\"42\"",
 //     since it was sent as a string. pdata is encoded by pjson, the
 //     exporter's one pdata JSON writer: map keys in their stored order (the
 //     trainer's insertion order, as Python's json.dumps keeps), no HTML
@@ -47,12 +110,12 @@
 //     JavaScript's JSON.stringify does, rather than losing the episode;
 //     bytes become base64 strings.
 //
-//   - The trajectory is re-serialised, since every branch's "advantage" is
-//     set to the episode's (null when it has none), as the SDK does. The
-//     value keeps its place when the branch had one, else goes last;
-//     duplicate keys collapse into it. A trajectory must be a list of maps
-//     (or JSON text of an array of objects), since an advantage cannot be
-//     set on anything else.
+//   - A column-keyed trajectory is re-serialised, since every branch's
+//     "advantage" is set to the episode's (null when it has none), as the
+//     SDK does. The value keeps its place when the branch had one, else goes
+//     last; duplicate keys collapse into it. A trajectory must be a list of
+//     maps (or JSON text of an array of objects), since an advantage cannot
+//     be set on anything else.
 //
 //   - The last branch stands in for what the record leaves out: its
 //     num_input_tokens and num_output_tokens (telemetry.md §3), and its
@@ -68,10 +131,10 @@
 //     and truncated to microseconds.
 //
 //   - No row, no work. Eval work and episodes with an empty trajectory have
-//     no row, so FromRecord stops as soon as it knows and flags them (Eval,
-//     EmptyTrajectory) instead of rejecting them: they are skipped and
-//     counted apart from failures, and an eval record's other columns are
-//     not checked.
+//     no row, so FromRecord stops as soon as it knows and returns a Record
+//     without rows (Eval tells the first) instead of rejecting it: they are
+//     skipped and counted apart from failures, and an eval record's other
+//     columns (or traces) are not checked.
 //
 //   - Rejections. A value that does not fit its column is a
 //     *reject.Rejection with a stable Reason (the root package counts by it

@@ -126,8 +126,8 @@ func checkRow(t *testing.T, ep Episode) {
 }
 
 // FuzzJSONScannerAgreesWithEncodingJSON: the in-place scanner accepts
-// exactly what encoding/json accepts and walks an object's keys in document
-// order.
+// exactly what encoding/json accepts, walks an object's keys in document
+// order, and compacts text as encoding/json does.
 func FuzzJSONScannerAgreesWithEncodingJSON(f *testing.F) {
 	for _, s := range []string{
 		episodeJSON, `{}`, `[]`, ` [1, -0.5e+3, "a\"b", true, false, null, {"k":[{}]}] `,
@@ -139,6 +139,14 @@ func FuzzJSONScannerAgreesWithEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := validJSON(s), json.Valid([]byte(s)); got != want {
 			t.Fatalf("validJSON(%q) = %v, encoding/json says %v", s, got, want)
+		}
+		// A document's text is compacted as encoding/json compacts it.
+		if json.Valid([]byte(s)) {
+			var want bytes.Buffer
+			_ = json.Compact(&want, []byte(s))
+			if got, _ := rewriteJSON(s, true, false); got != want.String() {
+				t.Fatalf("rewriteJSON(%q) = %q, encoding/json compacts it to %q", s, got, want.String())
+			}
 		}
 		// Bodies are made valid UTF-8 before they are walked (newSource).
 		if valid := strings.ToValidUTF8(s, "\uFFFD"); firstNonSpace(valid) == '{' && json.Valid([]byte(valid)) {

@@ -324,24 +324,11 @@ type trace struct {
 func readTraces(list optValue) ([]trace, error) {
 	var traces []trace
 	var tr trace
+	fields := map[string]*optValue{"agent": &tr.agent, "task": &tr.task, "nodes": &tr.nodes, "calls": &tr.calls,
+		"rewards": &tr.rewards, "metrics": &tr.metrics, "info": &tr.info, "timing": &tr.timing}
 	_, err := list.forMapElements(func(k string, v value) error {
-		switch k {
-		case "agent":
-			tr.agent = opt(v)
-		case "task":
-			tr.task = opt(v)
-		case "nodes":
-			tr.nodes = opt(v)
-		case "calls":
-			tr.calls = opt(v)
-		case "rewards":
-			tr.rewards = opt(v)
-		case "metrics":
-			tr.metrics = opt(v)
-		case "info":
-			tr.info = opt(v)
-		case "timing":
-			tr.timing = opt(v)
+		if f := fields[k]; f != nil {
+			*f = opt(v)
 		}
 		return nil
 	}, func(i int) error {

@@ -319,6 +319,12 @@ func TestADocumentIsProjectedAsTheSDKProjectsIt(t *testing.T) {
 					t.Fatalf("trajectory %s", ep.Trajectory)
 				}
 			}},
+		{"parents in a cycle that no leaf reaches are on no branch", nativeDoc(nativeTrace(`"nodes":[{"parent":1},{"parent":0},{"message":"a"}]`)),
+			func(t *testing.T, _ Record, ep Episode) {
+				if *ep.Completion != `["a"]` {
+					t.Fatalf("completion %s", *ep.Completion)
+				}
+			}},
 		{"a node without a message has null in its branch", nativeDoc(nativeTrace(`"nodes":[{"sampled":false}]`)),
 			func(t *testing.T, _ Record, ep Episode) {
 				if *ep.Completion != `[null]` {
@@ -500,6 +506,16 @@ func TestDocumentsWhoseShapeDoesNotFitAreRejected(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestABodyWhoseTracesAreNotAListIsColumnKeyed(t *testing.T) {
+	for _, body := range []string{`{"traces":"x","trajectory":[{}]}`, `{"traces":[],"traces":{},"trajectory":[{}]}`, `{"traces":null,"trajectory":[{}]}`} {
+		for _, v := range []pcommon.Value{jsonValue(t, body), pcommon.NewValueStr(body)} {
+			if rec := mustFromRecord(t, trainAttrs(t, 10), v); rec.Document != nil || oneRow(t, rec).Trajectory != `[{"advantage":null}]` {
+				t.Fatalf("%s: got %+v, want a column-keyed row", body, rec)
+			}
+		}
 	}
 }
 

@@ -52,8 +52,6 @@ type attachOnly struct{ platform.Runs }
 
 func (attachOnly) AttachRun(context.Context, string) error { return nil }
 
-var _ platform.Runs = attachOnly{}
-
 // testLease is a lease on an attached run, and the telemetry it counts into.
 func testLease(t *testing.T) (runs.Lease, *countingTel) {
 	t.Helper()

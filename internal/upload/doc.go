@@ -9,6 +9,11 @@
 //     to the collector's retry by itself, and the other steps of the batch
 //     still go. Once the platform is down, the rest goes back unsent, in
 //     step order.
+//   - Every row of a record is an episode of the batch: one, or one per
+//     trace of a native document too large for one row. Such rows can be
+//     alike to the byte, so their part (the trace they project) is in
+//     their fingerprint; a row that has none keeps the fingerprint it had
+//     before, so what a store holds from an earlier version still counts.
 //   - An object is known by the content of its episodes (a fingerprint of
 //     their columns, which a replay of the same records reproduces). Its
 //     range and upload progress are kept by the lease from the first
@@ -19,7 +24,15 @@
 //   - Episodes confirmed before are left out (already_delivered), so a
 //     batch the queue replays after a restart adds nothing.
 //   - A step's episodes are cut into objects of at most max_object_bytes of
-//     text; one episode larger than max_episode_bytes is rejected alone.
+//     text; one episode larger than max_episode_bytes is rejected alone,
+//     row by row: the other rows of its document still go.
 //   - Eval work, steps off the cadence and empty trajectories have no row:
-//     they are skipped and counted apart from rejections.
+//     they are skipped and counted apart from rejections (off_cadence once
+//     per row the record would have had).
+//   - Values taken as a Python user means them (a step as a string, a list
+//     prompt) are counted by reason (Telemetry.Coerce) and the run's
+//     values_coerced, and said once per run and reason: the row goes in,
+//     and the trainer learns what it could send instead.
+//   - Accept hands back the mapped record, so that a sink taking more of it
+//     than its rows (its Document) maps it once.
 package upload

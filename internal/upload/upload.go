@@ -94,12 +94,12 @@ func (u *Uploader) Accept(l runs.Lease, b Batch, lr plog.LogRecord, loc Loc) sam
 	switch {
 	case rec.Eval:
 		u.skip(l, reject.Eval, 1)
+		return rec
 	case rec.Step%u.cfg.StepInterval != 0:
 		u.skip(l, reject.OffCadence, max(1, len(rec.Rows)))
+		return rec
 	case len(rec.Rows) == 0:
 		u.skip(l, reject.EmptyTrajectory, 1)
-	}
-	if rec.Eval || rec.Step%u.cfg.StepInterval != 0 {
 		return rec
 	}
 	for _, ep := range rec.Rows {
