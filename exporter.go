@@ -58,6 +58,7 @@ type option func(*options)
 
 type options struct {
 	client []func(*rft.Options)
+	traces []func(*rft.TracesOptions)
 	runs   []runs.Option
 }
 
@@ -65,6 +66,12 @@ type options struct {
 // built (e.g. instant in-place retries).
 func withClientOptions(f func(*rft.Options)) option {
 	return func(o *options) { o.client = append(o.client, f) }
+}
+
+// withTracesOptions adjusts the Prime Traces client's options before it is
+// built.
+func withTracesOptions(f func(*rft.TracesOptions)) option {
+	return func(o *options) { o.traces = append(o.traces, f) }
 }
 
 // withRunsOptions passes options to the run registry.
@@ -102,6 +109,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	}
 	deps := runs.Deps{Logger: e.logger, Warn: warn, Tel: e.tel, Stopping: e.stopping}
 	var sink platform.Objects
+	var traces platform.Traces
 	b := &backend{warn: warn, closeIdle: func() {}}
 	switch e.cfg.Mode {
 	case ModeDisabled:
@@ -114,6 +122,9 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		}
 		e.logger.Info("Prime exporter is offline: runs are written to a local directory", zap.String("directory", e.cfg.Directory))
 		deps.API, sink = off, off
+		if e.cfg.Traces.Enabled {
+			traces = off
+		}
 		rc.Where = func(id string) zap.Field { return zap.String("directory", platform.RunDirectory(e.cfg.Directory, id)) }
 	default:
 		online, err := e.onlineBackend(ctx, host)
@@ -121,6 +132,13 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 			return err
 		}
 		deps.API, sink, deps.Refused, b.closeIdle = online, online, online.Refused, online.CloseIdleConnections
+		if e.cfg.Traces.Enabled {
+			t, err := e.onlineTraces()
+			if err != nil {
+				return err
+			}
+			traces, b.closeIdle = t, func() { online.CloseIdleConnections(); t.CloseIdleConnections() }
+		}
 		rc.RequireTeam = true
 		rc.Where = func(id string) zap.Field { return zap.String("dashboard", dashboardURL(e.cfg.FrontendURL, id)) }
 	}
@@ -139,6 +157,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	}
 	b.uploader = upload.New(upload.Config{
 		StepInterval: e.cfg.Samples.StepInterval, MaxEpisodeBytes: e.cfg.Samples.MaxEpisodeBytes, MaxObjectBytes: e.cfg.Samples.MaxObjectBytes,
+		Traces: traces, Exclusive: e.cfg.Traces.Routing == RoutingExclusive,
 	}, sink, e.tel, warn)
 	b.reg.Start()
 	e.live = b
@@ -179,6 +198,32 @@ func (e *primeExporter) onlineBackend(ctx context.Context, host component.Host) 
 		e.logger.Warn("No team_id is configured: runs whose resource has no prime.run.team_id cannot be created, and their data is rejected (reason no_team); attached runs need none")
 	}
 	return platform.NewOnline(client, host, e.logger), nil
+}
+
+// onlineTraces builds the Prime Traces client. Prime Traces is another
+// host: it gets the proxy, but none of the API client's headers or auth
+// extensions, and a bulk upload's timeout.
+func (e *primeExporter) onlineTraces() (*platform.OnlineTraces, error) {
+	hc, err := rft.NewObjectClient(e.cfg.ClientConfig.ProxyURL, 0)
+	if err != nil {
+		return nil, err
+	}
+	opts := rft.TracesOptions{
+		URL:        e.cfg.Traces.Endpoint,
+		APIKey:     string(e.cfg.APIKey),
+		HTTPClient: hc,
+		UserAgent:  "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
+		Sleep:      runs.SleepUnless(e.stopping),
+	}
+	for _, f := range e.opts.traces {
+		f(&opts)
+	}
+	c, err := rft.NewTraces(opts)
+	if err != nil {
+		return nil, fmt.Errorf("traces: %w", err)
+	}
+	e.logger.Info("Prime Traces is on: episode documents go to "+c.Endpoint(), zap.String("routing", string(e.cfg.Traces.Routing)))
+	return platform.NewOnlineTraces(c), nil
 }
 
 // openStore opens the storage extension's client, or says plainly what a

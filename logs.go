@@ -62,7 +62,7 @@ func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 type resourceEvents struct {
 	steps         runs.StepBatch
 	metricRecords map[int64][]upload.Loc // the prime.metrics records of each step
-	episodes      upload.Batch
+	episodes      *upload.Batch
 	end           *runs.End
 	endLoc        upload.Loc
 }
@@ -114,7 +114,7 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rl plo
 // sortEvents maps every record of a resource; what cannot be sent is
 // counted and logged here.
 func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rl plog.ResourceLogs) resourceEvents {
-	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[int64][]upload.Loc{}, episodes: upload.Batch{}}
+	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[int64][]upload.Loc{}, episodes: upload.NewBatch()}
 	for si, sl := range rl.ScopeLogs().All() {
 		for ri, lr := range sl.LogRecords().All() {
 			loc := upload.Loc{Scope: si, Record: ri}

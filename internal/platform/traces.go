@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,4 +66,12 @@ func (s *Offline) UploadTraces(_ context.Context, runID, _ string, lines [][]byt
 		return err
 	}
 	return writeFileAtomic(dir, fmt.Sprintf("%s.jsonl", strings.TrimPrefix(key, "sha256:")), jsonl)
+}
+
+// TracesNotEnabled reports Prime Traces' answer for an account without it
+// (403 service_not_enabled): the one refusal that moves a run's documents
+// to the sample table, when nothing of the run was committed yet.
+func TracesNotEnabled(err error) bool {
+	rerr, ok := rft.AsError(err)
+	return ok && rerr.StatusCode == http.StatusForbidden && rerr.Code == "service_not_enabled"
 }

@@ -54,6 +54,10 @@ const (
 	EpisodeTooLarge Reason = "episode_too_large"
 	// UploadRejected: presigning, uploading or confirming a sample object was refused for good.
 	UploadRejected Reason = "upload_rejected"
+	// TracesRejected: Prime Traces refused a batch of episode documents for
+	// good (400, 401, 403 other than an account without Prime Traces, 409),
+	// or refused the account after it had committed documents of the run.
+	TracesRejected Reason = "traces_rejected"
 )
 
 // Skips: left out on purpose or because they are delivered already; not

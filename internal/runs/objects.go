@@ -53,14 +53,20 @@ func (l Lease) SaveObject(ctx context.Context, fp uint64, obj platform.Object) {
 	l.g.persist(ctx, l.r)
 }
 
+// MarkDelivered records episodes (or documents) a sink committed, so that
+// a replay leaves them out.
+func (l Lease) MarkDelivered(ctx context.Context, fps []uint64) {
+	if err := l.g.Store.MarkDelivered(ctx, l.r.ident.key(), fps); err != nil {
+		l.g.Warn.Warn("delivered\x00"+l.id, "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", l.id), zap.Error(err))
+	}
+}
+
 // ObjectDone records a confirmed object: its episodes are delivered, its
 // upload is no longer pending, and the run's counts grow.
 func (l Lease) ObjectDone(ctx context.Context, fp uint64, episodes []uint64, bytes int) {
 	// A crash between the confirm and this write is the one window in
 	// which a replayed batch can put these rows in the table twice.
-	if err := l.g.Store.MarkDelivered(ctx, l.r.ident.key(), episodes); err != nil {
-		l.g.Warn.Warn("delivered\x00"+l.id, "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", l.id), zap.Error(err))
-	}
+	l.MarkDelivered(ctx, episodes)
 	l.r.pending.cache().Remove(fp)
 	l.g.persist(ctx, l.r)
 	l.Count("sample_rows", int64(len(episodes)))

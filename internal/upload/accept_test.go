@@ -38,6 +38,7 @@ func (c *countingTel) Reject(_ string, r reject.Reason, n int) { c.add("reject "
 func (c *countingTel) Skip(_ string, r reject.Reason, n int)   { c.add("skip "+string(r), n) }
 func (c *countingTel) Coerce(_ string, r reject.Reason, n int) { c.add("coerce "+string(r), n) }
 func (c *countingTel) SamplesUploaded(rows, _, _ int)          { c.add("rows", rows) }
+func (c *countingTel) TracesUploaded(_, docs int)              { c.add("documents", docs) }
 func (c *countingTel) RunEvent(string)                         {}
 func (c *countingTel) Post(string)                             {}
 
@@ -79,9 +80,9 @@ func record(body string, kv ...any) plog.LogRecord {
 	return lr
 }
 
-// document is a verifiers document of dispatch step 20 whose traces have
+// nativeDoc is a verifiers document of dispatch step 20 whose traces have
 // the given answers, the last trace trainable.
-func document(answers ...string) string {
+func nativeDoc(answers ...string) string {
 	traces := make([]string, len(answers))
 	for i, a := range answers {
 		trainable := "false"
@@ -104,9 +105,9 @@ func TestAcceptPutsEveryRowInTheBatchAndCountsWhatHasNone(t *testing.T) {
 		counts   map[string]int
 	}{
 		{"a column-keyed episode", record(`{`+traj+`}`, "prime.work.step", int64(10)), 1, false, nil},
-		{"a native document", record(document("42"), "prime.work.step", int64(10)), 1, true, nil},
-		{"a native document's own step", record(document("42")), 1, true, nil},
-		{"eval work", record(document("42"), "prime.work.type", "eval"), 0, true, map[string]int{"skip eval": 1}},
+		{"a native document", record(nativeDoc("42"), "prime.work.step", int64(10)), 1, true, nil},
+		{"a native document's own step", record(nativeDoc("42")), 1, true, nil},
+		{"eval work", record(nativeDoc("42"), "prime.work.type", "eval"), 0, true, map[string]int{"skip eval": 1}},
 		{"a step off the cadence", record(`{`+traj+`}`, "prime.work.step", int64(11)), 0, false, map[string]int{"skip off_cadence": 1}},
 		{"an empty trajectory", record(`{"trajectory":[]}`, "prime.work.step", int64(10)), 0, false, map[string]int{"skip empty_trajectory": 1}},
 		{"a document without branches", record(`{"traces":[]}`, "prime.work.step", int64(10)), 0, true, map[string]int{"skip empty_trajectory": 1}},
@@ -120,10 +121,10 @@ func TestAcceptPutsEveryRowInTheBatchAndCountsWhatHasNone(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l, tel := testLease(t)
 			u := New(Config{StepInterval: 10, MaxEpisodeBytes: 4096, MaxObjectBytes: 1 << 20}, nil, tel, logonce.New(zap.NewNop(), 16))
-			b := Batch{}
+			b := NewBatch()
 			rec := u.Accept(l, b, tt.lr, Loc{Record: 3})
 			n := 0
-			for step, eps := range b {
+			for step, eps := range b.steps {
 				for _, e := range eps {
 					assert.Equal(t, step, e.ep.Step)
 					assert.Equal(t, Loc{Record: 3}, e.loc)
@@ -144,10 +145,10 @@ func TestEveryRowOfAnOversizedDocumentIsItsOwnEpisode(t *testing.T) {
 	long := strings.Repeat("x", 9<<20)
 	l, tel := testLease(t)
 	u := New(Config{StepInterval: 10, MaxEpisodeBytes: 1 << 20, MaxObjectBytes: 1 << 20}, nil, tel, logonce.New(zap.NewNop(), 16))
-	b := Batch{}
-	rec := u.Accept(l, b, record(document("42", "42", long)), Loc{})
+	b := NewBatch()
+	rec := u.Accept(l, b, record(nativeDoc("42", "42", long)), Loc{})
 	require.Len(t, rec.Rows, 3)
-	require.Len(t, b[20], 2)
+	require.Len(t, b.steps[20], 2)
 	assert.Equal(t, map[string]int{"reject episode_too_large": 1}, tel.counts())
-	assert.NotEqual(t, episodeFingerprint(b[20][0].ep), episodeFingerprint(b[20][1].ep))
+	assert.NotEqual(t, episodeFingerprint(b.steps[20][0].ep), episodeFingerprint(b.steps[20][1].ep))
 }

@@ -19,11 +19,17 @@ import (
 	"github.com/primeintellect/primeexporter/internal/sampletable"
 )
 
-// Config shapes the sample tables.
+// Config shapes the sample tables and says where documents go.
 type Config struct {
 	StepInterval    int64
 	MaxEpisodeBytes int64
 	MaxObjectBytes  int64
+	// Traces receives native episode documents when Prime Traces is on;
+	// nil when it is off.
+	Traces platform.Traces
+	// Exclusive keeps documents' rows out of the sample table while their
+	// run's documents go to Prime Traces.
+	Exclusive bool
 }
 
 // Telemetry is the self-telemetry the uploader counts into.
@@ -33,6 +39,7 @@ type Telemetry interface {
 	// Coerce counts values taken as a Python user means them.
 	Coerce(signal string, reason reject.Reason, n int)
 	SamplesUploaded(rows, objects, bytes int)
+	TracesUploaded(batches, documents int)
 }
 
 // Uploader maps and uploads episodes. It is safe for concurrent use.
@@ -55,8 +62,15 @@ func New(cfg Config, sink platform.Objects, tel Telemetry, warn *logonce.Logger)
 // step can hand its records back.
 type Loc struct{ Scope, Record int }
 
-// Batch is one run's accepted episodes of one push, by step.
-type Batch map[int64][]episode
+// Batch is one run's accepted episodes of one push: rows by step for the
+// sample table, and native documents for Prime Traces.
+type Batch struct {
+	steps map[int64][]episode
+	docs  []document
+}
+
+// NewBatch returns an empty batch.
+func NewBatch() *Batch { return &Batch{steps: map[int64][]episode{}} }
 
 type episode struct {
 	ep  sampletable.Episode
@@ -64,13 +78,16 @@ type episode struct {
 	fp  uint64 // fingerprint, set by undelivered
 }
 
-// Locs is where every episode of the batch sits.
-func (b Batch) Locs() map[Loc]bool {
+// Locs is where every record of the batch sits.
+func (b *Batch) Locs() map[Loc]bool {
 	out := map[Loc]bool{}
-	for _, eps := range b {
+	for _, eps := range b.steps {
 		for _, e := range eps {
 			out[e.loc] = true
 		}
+	}
+	for _, d := range b.docs {
+		out[d.loc] = true
 	}
 	return out
 }
@@ -79,7 +96,7 @@ func (b Batch) Locs() map[Loc]bool {
 // counted and logged here, and so are values taken as a Python user means
 // them. It returns the record as mapped, for the sinks that take more of
 // it than its rows (its Document); a rejected record comes back empty.
-func (u *Uploader) Accept(l runs.Lease, b Batch, lr plog.LogRecord, loc Loc) sampletable.Record {
+func (u *Uploader) Accept(l runs.Lease, b *Batch, lr plog.LogRecord, loc Loc) sampletable.Record {
 	rec, err := sampletable.FromRecord(lr.Attributes(), lr.Body(), lr.Timestamp(), lr.ObservedTimestamp(), time.Now())
 	if err != nil {
 		reason := reject.BadValue
@@ -91,16 +108,33 @@ func (u *Uploader) Accept(l runs.Lease, b Batch, lr plog.LogRecord, loc Loc) sam
 		return sampletable.Record{}
 	}
 	u.coerced(l, rec.Coerced)
+	if rec.Document != nil && u.cfg.Traces != nil && !l.DocumentsOnTable() {
+		d := document{raw: rec.Document, loc: loc}
+		if u.cfg.Exclusive {
+			// Kept for the table only, should the run fall back to it.
+			d.rec = &rec
+			b.docs = append(b.docs, d)
+			return rec
+		}
+		b.docs = append(b.docs, d)
+	}
+	u.toTable(l, b, rec, loc)
+	return rec
+}
+
+// toTable puts a record's rows into the batch's steps; what has no row in
+// the table is counted here.
+func (u *Uploader) toTable(l runs.Lease, b *Batch, rec sampletable.Record, loc Loc) {
 	switch {
 	case rec.Eval:
 		u.skip(l, reject.Eval, 1)
-		return rec
 	case rec.Step%u.cfg.StepInterval != 0:
 		u.skip(l, reject.OffCadence, max(1, len(rec.Rows)))
-		return rec
 	case len(rec.Rows) == 0:
 		u.skip(l, reject.EmptyTrajectory, 1)
-		return rec
+	}
+	if rec.Eval || rec.Step%u.cfg.StepInterval != 0 {
+		return
 	}
 	for _, ep := range rec.Rows {
 		if int64(ep.Size) > u.cfg.MaxEpisodeBytes {
@@ -108,9 +142,8 @@ func (u *Uploader) Accept(l runs.Lease, b Batch, lr plog.LogRecord, loc Loc) sam
 				zap.Int64("step", ep.Step), zap.Int("bytes", ep.Size), zap.Int64("max_episode_bytes", u.cfg.MaxEpisodeBytes))
 			continue
 		}
-		b[rec.Step] = append(b[rec.Step], episode{ep: ep, loc: loc})
+		b.steps[rec.Step] = append(b.steps[rec.Step], episode{ep: ep, loc: loc})
 	}
-	return rec
 }
 
 // coerced counts a record's coercions by reason and says, once per run and
@@ -151,30 +184,38 @@ func (u *Uploader) reject(l runs.Lease, reason reject.Reason, n int, key, msg st
 	u.warn.Warn(key, msg, append([]zap.Field{zap.String("run_id", l.ID())}, fields...)...)
 }
 
-// Upload sends the batch step by step, in step order, and returns the
-// records to retry with the error to retry them with. A step the platform
-// refused for good is counted and logged, not returned.
-func (u *Uploader) Upload(ctx context.Context, l runs.Lease, b Batch) (map[Loc]bool, error) {
+// Upload sends the batch's documents to Prime Traces, then its rows step
+// by step, in step order, and returns the records to retry with the error
+// to retry them with. What a sink refused for good is counted and logged,
+// not returned.
+func (u *Uploader) Upload(ctx context.Context, l runs.Lease, b *Batch) (map[Loc]bool, error) {
 	var retry map[Loc]bool
 	var errs []error
-	fail := func(eps []episode, err error) {
+	failAt := func(locs []Loc, err error) {
 		if retry == nil {
 			retry = map[Loc]bool{}
 		}
-		for _, e := range eps {
-			retry[e.loc] = true
+		for _, loc := range locs {
+			retry[loc] = true
 		}
 		errs = append(errs, err)
 	}
-	var down error
-	for _, step := range slices.Sorted(maps.Keys(b)) {
+	fail := func(eps []episode, err error) {
+		locs := make([]Loc, len(eps))
+		for i, e := range eps {
+			locs[i] = e.loc
+		}
+		failAt(locs, err)
+	}
+	down := u.uploadDocuments(ctx, l, b, failAt)
+	for _, step := range slices.Sorted(maps.Keys(b.steps)) {
 		if down != nil {
-			fail(b[step], down)
+			fail(b.steps[step], down)
 			continue
 		}
-		eps, err := u.undelivered(ctx, l, b[step])
+		eps, err := u.undelivered(ctx, l, b.steps[step])
 		if err != nil {
-			fail(b[step], err)
+			fail(b.steps[step], err)
 			continue
 		}
 		for _, part := range splitBySize(eps, u.cfg.MaxObjectBytes) {
