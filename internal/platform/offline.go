@@ -152,17 +152,23 @@ func (s *Offline) close(runID, status, message string, exitCode *int) error {
 // <run>/samples/step_<step>_<range>.parquet. A file is one step: nothing
 // to resume, so save is never called.
 func (s *Offline) Store(_ context.Context, runID string, obj Object, body []byte, _ func(Object)) error {
+	return s.writeRunFile(runID, SamplesDir, fmt.Sprintf("step_%d_%d.parquet", obj.Step, obj.Range), body)
+}
+
+// writeRunFile replaces <run>/<sub>/<name> atomically, making the run's
+// record first if it is an attached run's first data.
+func (s *Offline) writeRunFile(runID, sub, name string, body []byte) error {
 	s.mu.Lock()
 	_, err := s.runLocked(runID)
 	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(s.dir, runID, SamplesDir)
+	dir := filepath.Join(s.dir, runID, sub)
 	if err := os.MkdirAll(dir, offlineDirMode); err != nil {
 		return err
 	}
-	return writeFileAtomic(dir, fmt.Sprintf("step_%d_%d.parquet", obj.Step, obj.Range), body)
+	return writeFileAtomic(dir, name, body)
 }
 
 // runLocked finds a run, making the record of an attached one on first

@@ -2,10 +2,7 @@ package platform
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/primeintellect/primeexporter/rft"
@@ -55,17 +52,7 @@ func (s *Offline) UploadTraces(_ context.Context, runID, _ string, lines [][]byt
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	_, err = s.runLocked(runID)
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(s.dir, runID, TracesDir)
-	if err := os.MkdirAll(dir, offlineDirMode); err != nil {
-		return err
-	}
-	return writeFileAtomic(dir, fmt.Sprintf("%s.jsonl", strings.TrimPrefix(key, "sha256:")), jsonl)
+	return s.writeRunFile(runID, TracesDir, strings.TrimPrefix(key, "sha256:")+".jsonl", jsonl)
 }
 
 // TracesNotEnabled reports Prime Traces' answer for an account without it

@@ -58,22 +58,10 @@ func (u *Uploader) uploadDocuments(ctx context.Context, l runs.Lease, b *Batch, 
 	if len(docs) == 0 {
 		return nil
 	}
-	fps := make([]uint64, len(docs))
-	for i, d := range docs {
-		fps[i] = d.fp
-	}
-	done, err := l.Delivered(ctx, fps)
+	pending, err := notYetDelivered(ctx, u, l, docs, func(d document) uint64 { return d.fp })
 	if err != nil {
 		fail(docLocs(docs), err)
 		return nil
-	}
-	pending := docs[:0:0]
-	for i, d := range docs {
-		if done[i] {
-			u.skip(l, reject.AlreadyDelivered, 1)
-			continue
-		}
-		pending = append(pending, d)
 	}
 	lines := make([][]byte, len(pending))
 	for i, d := range pending {

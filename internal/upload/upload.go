@@ -245,22 +245,31 @@ func (u *Uploader) Upload(ctx context.Context, l runs.Lease, b *Batch) (map[Loc]
 
 // undelivered leaves out the episodes confirmed before.
 func (u *Uploader) undelivered(ctx context.Context, l runs.Lease, eps []episode) ([]episode, error) {
-	fps := make([]uint64, len(eps))
 	for i := range eps {
 		eps[i].fp = episodeFingerprint(eps[i].ep)
-		fps[i] = eps[i].fp
+	}
+	return notYetDelivered(ctx, u, l, eps, func(e episode) uint64 { return e.fp })
+}
+
+// notYetDelivered leaves out, and counts, the items whose fingerprint a
+// sink committed before: a batch replayed by the queue after a restart, or
+// by the collector's retry.
+func notYetDelivered[T any](ctx context.Context, u *Uploader, l runs.Lease, items []T, fp func(T) uint64) ([]T, error) {
+	fps := make([]uint64, len(items))
+	for i, it := range items {
+		fps[i] = fp(it)
 	}
 	done, err := l.Delivered(ctx, fps)
 	if err != nil {
 		return nil, err
 	}
-	out := eps[:0:0]
-	for i, e := range eps {
+	out := items[:0:0]
+	for i, it := range items {
 		if done[i] {
 			u.skip(l, reject.AlreadyDelivered, 1)
 			continue
 		}
-		out = append(out, e)
+		out = append(out, it)
 	}
 	return out, nil
 }
