@@ -3,6 +3,7 @@ package primeexporter
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -99,6 +100,40 @@ type Config struct {
 	// Storage names a storage extension that keeps the run registry across
 	// restarts.
 	Storage *component.ID `mapstructure:"storage"`
+	// SharedRegistry keeps the run registry in Redis, shared by every
+	// collector configured with the same one; exclusive with Storage.
+	SharedRegistry configoptional.Optional[SharedRegistryConfig] `mapstructure:"shared_registry"`
+}
+
+// SharedRegistryConfig shares the run registry between collectors: node
+// collectors of one multi-node run, a load-balanced gateway fleet, a
+// gateway restarted elsewhere.
+type SharedRegistryConfig struct {
+	Redis RedisConfig `mapstructure:"redis"`
+}
+
+// RedisConfig is the Redis the fleet's run registry lives in.
+type RedisConfig struct {
+	// Endpoint is host:port.
+	Endpoint string              `mapstructure:"endpoint"`
+	Password configopaque.String `mapstructure:"password"`
+	DB       int                 `mapstructure:"db"`
+	// Prefix starts every key, so that fleets can share one Redis.
+	Prefix string `mapstructure:"prefix"`
+}
+
+// validate is called by Config.Validate, which names the block.
+func (sc *SharedRegistryConfig) validate() error {
+	var errs []error
+	if strings.TrimSpace(sc.Redis.Endpoint) == "" {
+		errs = append(errs, errors.New("shared_registry::redis::endpoint is required: the host:port of the Redis every collector of the fleet uses"))
+	} else if _, _, err := net.SplitHostPort(sc.Redis.Endpoint); err != nil {
+		errs = append(errs, fmt.Errorf("shared_registry::redis::endpoint %q must be host:port: %w", sc.Redis.Endpoint, err))
+	}
+	if sc.Redis.DB < 0 {
+		errs = append(errs, fmt.Errorf("shared_registry::redis::db must not be negative, got %d", sc.Redis.DB))
+	}
+	return errors.Join(errs...)
 }
 
 // RunConfig gives the identity and spec of resources that carry none of
@@ -198,6 +233,14 @@ func (cfg *Config) Validate() error {
 	}
 	if err := cfg.Traces.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("traces: %w", err))
+	}
+	if sr := cfg.SharedRegistry.Get(); sr != nil {
+		if cfg.Storage != nil {
+			errs = append(errs, errors.New("storage and shared_registry are exclusive: the run registry lives in one of them; for a fleet of collectors keep shared_registry and remove storage (sending_queue::storage still keeps the queue)"))
+		}
+		if err := sr.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

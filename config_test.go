@@ -2,6 +2,7 @@ package primeexporter
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -180,4 +181,53 @@ func TestAHostedRunIsConfiguredFromTheLaunchersEnvironment(t *testing.T) {
 	assert.Equal(t, "https://h.example/api/internal/rft", cfg.ClientConfig.Endpoint)
 	assert.Equal(t, configopaque.String("per-run-token"), cfg.APIKey)
 	assert.Equal(t, "run-42", cfg.Run.ID)
+}
+
+func TestTheSharedRegistryIsOffByDefaultAndAConfiguredBlockGetsItsDefaults(t *testing.T) {
+	assert.False(t, createDefaultConfig().(*Config).SharedRegistry.HasValue(), "a collector shares nothing unasked")
+	cfg, err := loadConfig(t, "prime/shared_registry_defaults")
+	require.NoError(t, err)
+	require.NoError(t, confmap.Validate(cfg))
+	require.True(t, cfg.SharedRegistry.HasValue())
+	assert.Equal(t, SharedRegistryConfig{Redis: RedisConfig{Endpoint: "127.0.0.1:6379", Prefix: "prime"}}, *cfg.SharedRegistry.Get())
+}
+
+func TestEveryKeyOfTheSharedRegistryBlockIsReadAndItsPasswordIsRedacted(t *testing.T) {
+	t.Setenv("REDIS_PASSWORD", "redis-secret-5d1")
+	resolver, err := confmap.NewResolver(confmap.ResolverSettings{
+		URIs:              []string{"file:" + filepath.Join("testdata", "config.yaml")},
+		ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
+		DefaultScheme:     "env",
+	})
+	require.NoError(t, err)
+	conf, err := resolver.Resolve(context.Background())
+	require.NoError(t, err)
+	sub, err := conf.Sub("prime/shared_registry")
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	require.NoError(t, sub.Unmarshal(cfg))
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, RedisConfig{Endpoint: "redis.example:6380", Password: "redis-secret-5d1", DB: 2, Prefix: "fleet-a"}, cfg.SharedRegistry.Get().Redis)
+
+	printed := confmap.New()
+	require.NoError(t, printed.Marshal(cfg))
+	assert.NotContains(t, fmt.Sprint(printed.ToStringMap()), "redis-secret-5d1")
+}
+
+func TestSharedRegistryAndStorageAreRefusedTogetherNamingBoth(t *testing.T) {
+	cfg, err := loadConfig(t, "prime/shared_registry_and_storage")
+	require.NoError(t, err)
+	err = confmap.Validate(cfg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "storage and shared_registry are exclusive")
+	assert.Contains(t, err.Error(), "sending_queue::storage still keeps the queue")
+}
+
+func TestASharedRegistryWithoutAnEndpointIsRefused(t *testing.T) {
+	cfg, err := loadConfig(t, "prime/shared_registry_bad")
+	require.NoError(t, err)
+	err = confmap.Validate(cfg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "shared_registry::redis::endpoint is required")
+	assert.Contains(t, err.Error(), "shared_registry::redis::db must not be negative, got -1")
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
@@ -105,7 +106,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		Defaults: e.cfg.Run, TeamID: e.cfg.TeamID,
 		FinalizeGrace: e.cfg.FinalizeGrace, FinalizeTimeout: e.cfg.FinalizeTimeout, IdleTimeout: e.cfg.IdleTimeout,
 		RetryEnabled: e.cfg.RetryConfig.Enabled, RetryMaxElapsed: e.cfg.RetryConfig.MaxElapsedTime,
-		Persistent: e.cfg.Storage != nil,
+		Persistent: e.cfg.Storage != nil || e.cfg.SharedRegistry.HasValue(),
 	}
 	deps := runs.Deps{Logger: e.logger, Warn: warn, Tel: e.tel, Stopping: e.stopping}
 	var sink platform.Objects
@@ -229,6 +230,9 @@ func (e *primeExporter) onlineTraces() (*platform.OnlineTraces, error) {
 // openStore opens the storage extension's client, or says plainly what a
 // restart will cost without one.
 func (e *primeExporter) openStore(ctx context.Context, host component.Host) (runs.Store, error) {
+	if sr := e.cfg.SharedRegistry.Get(); sr != nil {
+		return e.sharedStore(sr.Redis, host), nil
+	}
 	if e.cfg.Storage == nil {
 		e.logger.Info("No storage configured: a collector restart forgets the runs it served. Runs it created are created again (a second run), " +
 			"and their episode tables continue under random sample_id ranges; set storage: <storage extension> to keep them across restarts")
@@ -247,6 +251,26 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 		return nil, fmt.Errorf("storage: %w", err)
 	}
 	return runs.NewExtensionStore(client), nil
+}
+
+// sharedStore is the fleet's run registry in Redis. It connects on first
+// use, so a Redis that is down at start holds back data, not the
+// collector; its outages are the exporter's component status, so that a
+// health check sees what holds the data back.
+func (e *primeExporter) sharedStore(rc RedisConfig, host component.Host) runs.Store {
+	e.logger.Info("The run registry is shared through Redis: collectors with the same shared_registry create each run once and share its sample_id ranges, delivered episodes, pending uploads and close-out",
+		zap.String("endpoint", rc.Endpoint), zap.Int("db", rc.DB), zap.String("prefix", rc.Prefix))
+	return runs.NewRedisStore(runs.RedisOptions{
+		Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix,
+		Logger: e.logger,
+		Health: func(err error) {
+			if err != nil {
+				componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+				return
+			}
+			componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
+		},
+	})
 }
 
 // shutdown lets the last pipeline finish the pending close-outs; runs that

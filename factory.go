@@ -66,6 +66,8 @@ func createDefaultConfig() component.Config {
 		// signal time to deliver what was sent just before the end.
 		FinalizeGrace:   10 * time.Second,
 		FinalizeTimeout: 2 * time.Minute,
+		// Off until configured; a configured block gets these defaults.
+		SharedRegistry: configoptional.Default(SharedRegistryConfig{Redis: RedisConfig{Prefix: "prime"}}),
 	}
 }
 

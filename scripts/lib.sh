@@ -34,3 +34,23 @@ build_demotrainer() {
   log "building the demo trainer"
   (cd "$ROOT/cmd/demotrainer" && go build -o "$DEMOTRAINER" .)
 }
+
+# The shared run registry's tests run a real redis-server (Debian's package)
+# on a free loopback port; install it when it is missing.
+ensure_redis() {
+  if command -v redis-server >/dev/null 2>&1; then
+    return
+  fi
+  log "installing redis-server (apt-get)"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  local out
+  out=$(mktemp)
+  if ! ($sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server) >"$out" 2>&1; then
+    cat "$out" >&2
+    rm -f "$out"
+    return 1
+  fi
+  rm -f "$out"
+  command -v redis-server >/dev/null
+}

@@ -2,8 +2,11 @@
 # The tests: vet and race-test every module, build the collector with ocb,
 # then run the end-to-end tests against the built binary.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/agent.sh"
 
 cd "$ROOT"
+ensure_redis
+
 log "go vet + go test -race (component)"
 go vet ./...
 go test -race -count=1 ./...
@@ -13,6 +16,7 @@ log "go vet + go test -race (demo trainer)"
 
 build_collector
 build_demotrainer
+build_agent
 
 log "end-to-end tests (built collector + demo trainer + fake platform)"
-(cd e2e && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_DEMOTRAINER="$DEMOTRAINER" go test -race -count=1 -v ./... 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)')
+(cd e2e && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_DEMOTRAINER="$DEMOTRAINER" PRIME_AGENT="$AGENT" go test -race -count=1 -v ./... 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)')

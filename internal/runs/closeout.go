@@ -49,6 +49,9 @@ func (g *Registry) requestEnd(r *run, end End) {
 // run: stateClosing is taken under the run's lock.
 func (g *Registry) closeOut(r *run) {
 	g.awaitRetries(r)
+	if g.shared != nil && !g.claimCloseOut(r) {
+		return
+	}
 	r.mu.Lock()
 	if r.state >= stateClosing {
 		r.mu.Unlock()
@@ -71,6 +74,9 @@ func (g *Registry) closeOut(r *run) {
 		case <-ctx.Done():
 			g.Logger.Warn("Closing out a run whose last data is still being sent", zap.Stringer("run", r.ident), zap.String("run_id", id))
 		}
+	}
+	if g.shared != nil {
+		g.awaitLeases(ctx, r)
 	}
 	defer func() {
 		r.mu.Lock()
@@ -105,11 +111,15 @@ func (g *Registry) closeOut(r *run) {
 // wait too.
 func (g *Registry) awaitRetries(r *run) {
 	logged := false
+	poll := retriesPoll
+	if g.shared != nil {
+		poll = sharedPoll
+	}
 	for {
 		r.mu.Lock()
 		quiet := r.inflight == 0 && !g.retriesWaiting(r)
 		r.mu.Unlock()
-		if quiet {
+		if quiet && (g.shared == nil || g.fleetQuiet(r)) {
 			return
 		}
 		if !logged {
@@ -117,7 +127,7 @@ func (g *Registry) awaitRetries(r *run) {
 				zap.Stringer("run", r.ident), zap.String("run_id", r.platformID()))
 			logged = true
 		}
-		t := time.NewTimer(retriesPoll)
+		t := time.NewTimer(poll)
 		select {
 		case <-g.stop:
 			t.Stop()

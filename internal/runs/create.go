@@ -58,6 +58,9 @@ func (g *Registry) ensure(ctx context.Context, r *run, res pcommon.Resource) (st
 		// sending the create anyway would only earn a refusal per batch.
 		return "", reject.New(reject.NoTeam, AttrRunTeamID, "run %s has no team: set the resource attribute %s or the exporter's team_id", r.ident, AttrRunTeamID)
 	}
+	if g.shared != nil {
+		return g.createShared(ctx, r, req)
+	}
 	created, err := g.API.CreateRun(ctx, req)
 	if err != nil {
 		return "", g.createFailed(r, err)

@@ -7,10 +7,11 @@
 // # API
 //
 //   - New(Config, Deps, ...Option) builds a Registry on a platform.Runs
-//     backend and a Store (MemStore, or ExtensionStore on a storage
-//     extension), both chosen once at start. Restore reloads saved runs;
-//     Start begins the idle_timeout janitor; Shutdown finishes requested
-//     close-outs and closes the store.
+//     backend and a Store (MemStore, ExtensionStore on a storage extension,
+//     or RedisStore, a SharedStore that a fleet of collectors shares), both
+//     chosen once at start. Restore reloads saved runs; Start begins the
+//     idle_timeout janitor; Shutdown finishes requested close-outs and
+//     closes the store.
 //   - Acquire(ctx, resource, signal, records) resolves the resource's
 //     identity and returns a Lease on its run, creating (or attaching) the
 //     run on its first data. Data that can never be sent is counted and
@@ -27,7 +28,7 @@
 //   - Identity: prime.run.id, run.id, prime.run.key, run.key,
 //     service.instance.id, first match wins; one identity is one registry
 //     entry for the life of the process (and across restarts with a
-//     persistent store).
+//     persistent store, and across the collectors of a shared one).
 //   - Create once: concurrent first data of a run waits for one create. A
 //     create is not replayable, so it is retried in place only when the
 //     request provably never reached the platform; after an ambiguous
@@ -45,7 +46,8 @@
 //   - sample_id ranges: a run this process created counts its ranges per
 //     step from 0; an attached run draws from [2^20, 2^21). A range is
 //     taken once per object and kept with its pending upload, so a retry
-//     or a restart never reuses one nor leaves a gap.
+//     or a restart never reuses one nor leaves a gap. With a shared store
+//     the counter is the fleet's (below).
 //   - Everything that a restart must not forget (run id, end, ranges,
 //     pending uploads, delivered episodes) is written to the store before
 //     the step that depends on it goes on.
@@ -53,4 +55,117 @@
 //     (256 per run) and the in-memory delivered set (2^18) are LRU caches,
 //     and a closed run keeps only a small tombstone, so later data for it
 //     is refused rather than starting a new run.
+//
+// # Shared registry (RedisStore)
+//
+// Collectors configured with the same shared_registry (the node collectors
+// of a multi-node run, a gateway fleet behind the load_balancing exporter,
+// a gateway restarted elsewhere) keep one registry in Redis. Redis's
+// atomic operations are the whole of the coordination: SET NX PX claims,
+// HINCRBY counters, and Lua scripts that read and write in one step.
+// Each collector keeps its in-memory entries as before and reads the
+// shared record on every push (one round trip), so what another collector
+// did is seen at the next push.
+//
+// Keys, with <p> the configured prefix and <k> the identity (id:<run id>,
+// key:<run key>, instance:<service.instance.id>); each expiry counts from
+// the key's last write (every push touches the record), so only finished
+// or abandoned runs age out:
+//
+//   - <p>:run:<k>, a hash, 30 days: the record (identity, platform id,
+//     team, state ""/ending/closing/closed, the first end's status and
+//     reason, Prime Traces flags, when any collector last took data) and
+//     the range counters, field range:<step>. A save merges: the id and
+//     the end are written once, the state only moves forward.
+//   - <p>:claim:create:<k>, 2 minutes: the collector creating the run.
+//   - <p>:claim:closeout:<k>, finalize_timeout + 1 minute: the collector
+//     closing the run out.
+//   - <p>:holds:<k>, a sorted set, each member 10 minutes: the run's data
+//     held anywhere, l:<collector>:<n> per push in flight, r:<collector>:<n>
+//     per batch handed back to a collector's retry (renewed by each retry
+//     attempt).
+//   - <p>:pending:<k>, a hash, 7 days: unconfirmed uploads by object
+//     fingerprint (range, presigned URL and key, whether the PUT is done).
+//   - <p>:delivered:<k>, a set, 7 days after the last delivery: the
+//     fingerprints of confirmed episodes and committed documents, about
+//     70 bytes each in Redis (a million episodes, some 70 MB).
+//   - <p>:ending, a set without expiry: runs whose close-out is not done,
+//     which a starting collector reloads; a close-out removes its run.
+//
+// Create: a push with no id for its run takes the create claim. The winner
+// reads the record again (a creator may have written the id and let its
+// claim go in between), creates, writes the id, then lets the claim go;
+// the others poll every 100 ms for the id, or for the claim to go (and
+// take it), for up to 30 s, after which their data goes back to the
+// collector's retry. Nothing is created without the claim. A failed
+// create lets the claim go at once; an ambiguous one keeps the warning
+// that a duplicate, empty run may exist. Should a create outlast its
+// claim and a second collector create too, the first id written wins and
+// both send to it. An attached run needs no claim.
+//
+// sample_id ranges: HINCRBY on the record per run and step. A created run
+// counts from 0, as a single collector does; an attached run counts from
+// 2^20, since writers outside the fleet (the platform's own SDK) count
+// from 0. The random upper-half ranges are no longer needed between
+// collectors; they remain only for a push that lost Redis between its
+// first look and its upload, which draws from [3·2^19, 2^21), above every
+// counted range.
+//
+// Close-out rule: data any collector holds when the run is marked closing
+// (a push in flight, or a batch handed back to its retry before then) is
+// delivered before the terminal status; data that reaches any collector
+// after the mark is refused as run_closed, with the usual log line. A
+// push's hold is taken by the script that checks for the mark, so no push
+// slips between the mark and the close-out's count of holds. In order:
+// prime.run.end makes the record ending (the fleet's first end wins);
+// every collector that sees the run ending, through its own end or the
+// record on its next push, schedules a close-out after finalize_grace;
+// each waits until no collector holds the run; one takes the close-out
+// claim (the others look again every 5 s until the record says closed, so
+// that a closer that was killed is replaced), marks the run closing,
+// waits for its own pushes and the fleet's leases (within
+// finalize_timeout), sends the terminal status and writes closed. The
+// idle_timeout janitor counts a run idle only when no collector took its
+// data.
+//
+// Exactly-once across collectors: delivered fingerprints and pending
+// uploads are the fleet's, so a batch replayed through another collector
+// leaves out what was delivered (already_delivered), and an upload another
+// collector PUT is resumed with the confirm alone. The sent metric values
+// stay per collector: a replay through another one posts a step's values
+// again, which the platform merges.
+//
+// What each failure costs:
+//
+//   - Redis down: every push's first call fails; its data goes back to the
+//     collector's retry (retryable, never permanent), the component status
+//     turns to a recoverable error with one error log line, and back to OK
+//     with an info line when Redis answers. Nothing is created or closed
+//     out meanwhile (close-outs wait), and nothing is dropped. A push that
+//     loses Redis midway retries the step that could not be checked, takes
+//     a random fallback range, and logs what it could not record; if
+//     marking its delivery fails, a replay through another collector may
+//     upload those episodes again. Hand-backs made while Redis is down are
+//     not seen by another collector's close-out. A collector that starts
+//     while Redis is down starts without the ending runs; they are closed
+//     out by the collectors that saw their end, by one that gets data for
+//     them, or by the next to start.
+//   - Redis restarted without its data: the fleet forgets its runs, as a
+//     collector without storage does (a second run, ranges from 0 again).
+//     Run the registry's Redis with persistence (appendonly).
+//   - A collector killed mid-create: its claim holds the identity for at
+//     most 2 minutes; meanwhile the fleet's pushes for the run wait 30 s
+//     each and go back to the retry; then the next collector creates. If
+//     the killed create reached the platform, that run stays empty.
+//   - A collector killed holding data: its holds delay a close-out by at
+//     most 10 minutes, and the final drain by at most finalize_timeout.
+//   - A collector killed mid-close-out: its claim expires after
+//     finalize_timeout + 1 minute and a collector that saw the end, or the
+//     next to start, finishes it; data for the run is refused meanwhile.
+//   - A run moving between collectors (the gateway set changed, a gateway
+//     restarted elsewhere): the new collector reads the record on the
+//     run's first data and goes on with the same run id, range counter,
+//     delivered set and pending uploads. What each collector still keeps
+//     alone costs little: sent metric values (a repost), a remembered 403
+//     (a request), its hand-back ledger (its own retries).
 package runs

@@ -47,7 +47,8 @@ func (g *Registry) MarkHandedBack(res pcommon.Resource, appended []pcommon.Resou
 	}
 	now := g.now()
 	for _, r := range appended {
-		g.handBacks.mark(r, ident.key(), now, g.cfg.RetryMaxElapsed)
+		token := g.handBacks.mark(r, ident.key(), now, g.cfg.RetryMaxElapsed)
+		g.holdRetry(ident.key(), token)
 	}
 }
 
@@ -55,7 +56,11 @@ func (g *Registry) MarkHandedBack(res pcommon.Resource, appended []pcommon.Resou
 // being pushed again (and is handed back anew if it fails again). A push
 // settles a resource only when it is done with it: until then its data is
 // still owed to a close-out waiting for the run's retries.
-func (g *Registry) Settle(res pcommon.Resource) { g.handBacks.settle(res) }
+func (g *Registry) Settle(res pcommon.Resource) {
+	if run, token, ok := g.handBacks.settle(res); ok {
+		g.releaseRetry(run, token)
+	}
+}
 
 // retriesWaiting reports whether data of the run is in the collector's
 // retry.
@@ -66,17 +71,22 @@ func (g *Registry) retriesWaiting(r *run) bool {
 	return g.handBacks.waiting(r.ident.key(), g.now(), g.cfg.RetryMaxElapsed) > 0
 }
 
-func (h *handBacks) settle(res pcommon.Resource) {
+// settle forgets res's hand-back and says whose it was.
+func (h *handBacks) settle(res pcommon.Resource) (run string, token int64, ok bool) {
 	v, ok := res.Attributes().Get(AttrHandBack)
 	if !ok || v.Type() != pcommon.ValueTypeInt {
-		return
+		return "", 0, false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	hb, ok := h.tokens[v.Int()]
 	delete(h.tokens, v.Int())
+	return hb.run, v.Int(), ok
 }
 
-func (h *handBacks) mark(res pcommon.Resource, run string, now time.Time, maxAge time.Duration) {
+// mark remembers res as the run's data in the collector's retry and
+// returns its token.
+func (h *handBacks) mark(res pcommon.Resource, run string, now time.Time, maxAge time.Duration) int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.tokens == nil {
@@ -88,6 +98,7 @@ func (h *handBacks) mark(res pcommon.Resource, run string, now time.Time, maxAge
 	h.seq++
 	h.tokens[h.seq] = handBack{run: run, at: now}
 	res.Attributes().PutInt(AttrHandBack, h.seq)
+	return h.seq
 }
 
 // waiting counts the run's data still in the collector's retry. A

@@ -39,6 +39,9 @@ func (l Lease) Delivered(ctx context.Context, fps []uint64) ([]bool, error) {
 // remembered (and saved) from the start, so that a retry or a restart
 // keeps its range instead of leaving a gap or reusing it.
 func (l Lease) Object(ctx context.Context, fp uint64, step int64) platform.Object {
+	if l.g.shared != nil {
+		return l.sharedObject(ctx, fp, step)
+	}
 	if obj, ok := l.r.pending.cache().Peek(fp); ok {
 		return obj
 	}
@@ -50,6 +53,10 @@ func (l Lease) Object(ctx context.Context, fp uint64, step int64) platform.Objec
 // SaveObject records an upload's progress.
 func (l Lease) SaveObject(ctx context.Context, fp uint64, obj platform.Object) {
 	l.r.pending.cache().Add(fp, obj)
+	if l.g.shared != nil {
+		l.g.savePending(ctx, l.r, fp, obj)
+		return
+	}
 	l.g.persist(ctx, l.r)
 }
 
@@ -68,7 +75,11 @@ func (l Lease) ObjectDone(ctx context.Context, fp uint64, episodes []uint64, byt
 	// which a replayed batch can put these rows in the table twice.
 	l.MarkDelivered(ctx, episodes)
 	l.r.pending.cache().Remove(fp)
-	l.g.persist(ctx, l.r)
+	if l.g.shared != nil {
+		l.g.dropPending(ctx, l.r, fp)
+	} else {
+		l.g.persist(ctx, l.r)
+	}
 	l.Count("sample_rows", int64(len(episodes)))
 	l.Count("sample_objects", 1)
 	l.Count("sample_bytes", int64(bytes))

@@ -3,21 +3,22 @@ package runs
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/primeintellect/primeexporter/internal/platform"
 )
 
-// Saved run states.
+// Saved run states. Only a shared store is told of closing: there other
+// collectors must refuse the run's data while its close-out drains, and a
+// restart of the fleet must finish a close-out that was cut short.
 const (
-	savedEnding = "ending"
-	savedClosed = "closed"
+	savedEnding  = "ending"
+	savedClosing = "closing"
+	savedClosed  = "closed"
 )
 
-// snapshot is the run's record for the store.
-func (r *run) snapshot() SavedRun {
+// snapshot is the run's record for the store; closing is what a closing
+// run is saved as.
+func (r *run) snapshot(closing string) SavedRun {
 	r.mu.Lock()
 	sr := SavedRun{
 		Key: r.ident.key(), Source: r.ident.source, Value: r.ident.value, Attach: r.ident.attach,
@@ -26,7 +27,9 @@ func (r *run) snapshot() SavedRun {
 	switch r.state {
 	case stateEnding:
 		sr.State = savedEnding
-	case stateClosing, stateClosed:
+	case stateClosing:
+		sr.State = closing
+	case stateClosed:
 		sr.State = savedClosed
 	}
 	r.mu.Unlock()
@@ -40,10 +43,7 @@ func (r *run) snapshot() SavedRun {
 		if sr.Pending == nil {
 			sr.Pending = map[string]SavedObject{}
 		}
-		sr.Pending[strconv.FormatUint(fp, 16)] = SavedObject{
-			Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
-			PresignedAt: o.PresignedAt, ExpiresIn: int64(o.ExpiresIn / time.Second), Put: o.Put,
-		}
+		sr.Pending[strconv.FormatUint(fp, 16)] = savedObject(o)
 	}
 	return sr
 }
@@ -52,7 +52,11 @@ func (r *run) snapshot() SavedRun {
 // the data was handled, and what is lost is only what a restart would
 // remember.
 func (g *Registry) persist(ctx context.Context, r *run) {
-	if err := g.Store.Save(ctx, r.snapshot()); err != nil {
+	closing := savedClosed
+	if g.shared != nil {
+		closing = savedClosing
+	}
+	if err := g.Store.Save(ctx, r.snapshot(closing)); err != nil {
 		g.Warn.Warn("persist\x00"+r.ident.key(), "Could not save the run's state to storage; a restart may not remember it", zap.Stringer("run", r.ident), zap.Error(err))
 	}
 }
@@ -62,6 +66,13 @@ func (g *Registry) persist(ctx context.Context, r *run) {
 // open runs carry on with their platform id, counters and pending uploads.
 func (g *Registry) Restore(ctx context.Context) error {
 	saved, err := g.Store.Load(ctx)
+	if err != nil && g.shared != nil {
+		// A fleet's registry being out of reach must not stop a collector:
+		// its pushes wait in the retry until it is back, and the runs that
+		// were ending are closed out by whichever collector sees them next.
+		g.Logger.Warn("Could not read the runs that were ending from the shared run registry; starting without them", zap.Error(err))
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -81,10 +92,7 @@ func (g *Registry) Restore(ctx context.Context) error {
 		r.ranges.restore(sr.Ranges)
 		for k, o := range sr.Pending {
 			if fp, err := strconv.ParseUint(k, 16, 64); err == nil {
-				r.pending.cache().Add(fp, platform.Object{
-					Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
-					PresignedAt: o.PresignedAt, ExpiresIn: time.Duration(o.ExpiresIn) * time.Second, Put: o.Put,
-				})
+				r.pending.cache().Add(fp, o.object())
 			}
 		}
 		g.runs[sr.Key] = r

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -94,6 +95,12 @@ type Registry struct {
 	mu   sync.Mutex
 	runs map[string]*run
 
+	// shared is the store when a fleet of collectors shares it (nil
+	// otherwise); owner names this collector in its claims and holds.
+	shared  SharedStore
+	owner   string
+	holdSeq atomic.Int64
+
 	closeouts sync.WaitGroup
 	stop      chan struct{}
 	janitor   sync.WaitGroup
@@ -103,6 +110,9 @@ type Registry struct {
 func New(cfg Config, deps Deps, opts ...Option) *Registry {
 	g := &Registry{cfg: cfg, Deps: deps, now: time.Now, runs: map[string]*run{}, stop: make(chan struct{})}
 	g.pause = SleepUnless(deps.Stopping)
+	if s, ok := deps.Store.(SharedStore); ok {
+		g.shared, g.owner = s, newOwner()
+	}
 	for _, o := range opts {
 		o(g)
 	}
@@ -130,16 +140,20 @@ var errStopping = errors.New("the collector is shutting down")
 // Lease is a push's hold on a run: while any lease is out, a close-out
 // waits, so that everything received before the end is sent before it.
 type Lease struct {
-	g  *Registry
-	r  *run
-	id string
+	g    *Registry
+	r    *run
+	id   string
+	hold string // the push's hold in the shared registry, if any
 }
 
 // ID is the run's platform id.
 func (l Lease) ID() string { return l.id }
 
 // Release ends the push's hold.
-func (l Lease) Release() { l.r.release() }
+func (l Lease) Release() {
+	l.g.unhold(l.r, l.hold)
+	l.r.release()
+}
 
 // Acquire resolves the resource's run, creating it on its first data, and
 // holds it open until Release. Data that can never be sent (no identity, a
@@ -164,16 +178,21 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 	}
 	r := g.lookup(ident)
 	if err := r.hold(g.now()); err != nil {
-		g.Tel.Reject(signal, reject.RunClosed, records)
-		// One line per signal: the two pipelines refuse apart, and a user
-		// chasing lost metrics must not find only the line about logs.
-		g.Warn.Warn("closed\x00"+ident.key()+"\x00"+signal,
-			"Refused data for a run that is already closed out: it is not sent. Data arriving after the close-out usually means the trainer emitted prime.run.end before its last metrics left: flush the meter provider (Python: meter_provider.force_flush()) before emitting prime.run.end, or raise finalize_grace",
-			zap.Stringer("run", ident), zap.String("run_id", r.platformID()), zap.String("signal", signal), zap.Int("records", records), zap.Duration("finalize_grace", g.cfg.FinalizeGrace))
-		return Lease{}, ErrSkipped
+		return Lease{}, g.refuseClosed(r, signal, records)
+	}
+	var hold string
+	if g.shared != nil {
+		if hold, err = g.holdShared(ctx, r); err != nil {
+			r.release()
+			if errors.Is(err, errRunClosed) {
+				return Lease{}, g.refuseClosed(r, signal, records)
+			}
+			return Lease{}, err
+		}
 	}
 	id, err := g.ensure(ctx, r, res)
 	if err != nil {
+		g.unhold(r, hold)
 		r.release()
 		if rej, ok := errors.AsType[*reject.Rejection](err); ok {
 			g.Tel.Reject(signal, rej.Reason, records)
@@ -182,7 +201,19 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 		}
 		return Lease{}, err
 	}
-	return Lease{g: g, r: r, id: id}, nil
+	return Lease{g: g, r: r, id: id, hold: hold}, nil
+}
+
+// refuseClosed counts and logs data for a run that was closed out, here or
+// by another collector of the fleet.
+func (g *Registry) refuseClosed(r *run, signal string, records int) error {
+	g.Tel.Reject(signal, reject.RunClosed, records)
+	// One line per signal: the two pipelines refuse apart, and a user
+	// chasing lost metrics must not find only the line about logs.
+	g.Warn.Warn("closed\x00"+r.ident.key()+"\x00"+signal,
+		"Refused data for a run that is already closed out: it is not sent. Data arriving after the close-out usually means the trainer emitted prime.run.end before its last metrics left: flush the meter provider (Python: meter_provider.force_flush()) before emitting prime.run.end, or raise finalize_grace",
+		zap.Stringer("run", r.ident), zap.String("run_id", r.platformID()), zap.String("signal", signal), zap.Int("records", records), zap.Duration("finalize_grace", g.cfg.FinalizeGrace))
+	return ErrSkipped
 }
 
 func (g *Registry) lookup(ident identity) *run {

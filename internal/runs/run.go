@@ -43,6 +43,9 @@ type run struct {
 	drained   chan struct{} // closed when inflight reaches 0 while closing
 	lastSeen  time.Time
 	traces    tracesState
+	// closer: this collector holds the fleet's close-out claim (shared
+	// registry), so the run's closing state there is its own doing.
+	closer bool
 
 	sent    *sentValues
 	ranges  *sampleRanges

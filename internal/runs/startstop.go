@@ -38,19 +38,37 @@ func (g *Registry) Start() {
 
 func (g *Registry) closeIdle() {
 	now := g.now()
+	isIdle := func(r *run) bool {
+		return r.state == stateOpen && !r.ident.attach && r.id != "" && r.inflight == 0 && now.Sub(r.lastSeen) >= g.cfg.IdleTimeout
+	}
 	g.mu.Lock()
 	var idle []*run
 	for _, r := range g.runs {
 		r.mu.Lock()
-		if r.state == stateOpen && !r.ident.attach && r.id != "" && r.inflight == 0 && now.Sub(r.lastSeen) >= g.cfg.IdleTimeout {
-			r.state, r.end = stateEnding, End{Status: StatusCrashed, Reason: "no telemetry for " + g.cfg.IdleTimeout.String()}
+		if isIdle(r) {
 			idle = append(idle, r)
 		}
 		r.mu.Unlock()
 	}
 	g.mu.Unlock()
 	for _, r := range idle {
+		// A fleet's run is idle only when no collector of it took data.
+		if g.shared != nil && g.seenElsewhere(r) {
+			continue
+		}
+		r.mu.Lock()
+		still := isIdle(r)
+		if still {
+			r.state, r.end = stateEnding, End{Status: StatusCrashed, Reason: "no telemetry for " + g.cfg.IdleTimeout.String()}
+		}
+		r.mu.Unlock()
+		if !still {
+			continue
+		}
 		g.Logger.Warn("Run sent no telemetry for idle_timeout; closing it out as crashed", zap.Stringer("run", r.ident), zap.Duration("idle_timeout", g.cfg.IdleTimeout))
+		if g.shared != nil {
+			g.persist(context.Background(), r)
+		}
 		g.closeOut(r)
 	}
 }

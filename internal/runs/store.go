@@ -5,6 +5,8 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/primeintellect/primeexporter/internal/platform"
 )
 
 // Store keeps what the registry must remember about a run across a
@@ -39,12 +41,53 @@ type SavedRun struct {
 	EndWhy   string `json:"end_reason,omitempty"`
 	// Traces is the run's Prime Traces routing state.
 	Traces tracesState `json:"traces,omitzero"`
+	// SeenAt is when any collector last took data for the run; only a
+	// shared store keeps it.
+	SeenAt time.Time `json:"-"`
 	// Ranges is the next sequential sample_id range per step.
 	Ranges map[string]int64 `json:"ranges,omitempty"`
 	// Pending are uploads with a range but no confirm yet, by object
 	// fingerprint (hex).
 	Pending map[string]SavedObject `json:"pending,omitempty"`
 }
+
+// SharedStore is a Store that several collectors use at once (RedisStore).
+// Beyond a Store it gives what a fleet needs to agree on a run without a
+// lock service: the record another collector left for an identity, claims
+// that expire (one collector creates, one closes out), a shared counter
+// (sample_id ranges), holds (a run's data in flight anywhere, which its
+// close-out waits for) and pending uploads any collector can resume.
+// Save merges rather than replaces: a state only moves forward, an id or
+// an end once written stays.
+type SharedStore interface {
+	Store
+	// Hold returns the run's record as the fleet left it (found is false
+	// before any collector saved one) and, unless hold is "" or the run is
+	// closing or closed, registers hold for ttl or until Unhold; held says
+	// whether it did. A hold's first letter is its kind: HoldLease or
+	// HoldRetry.
+	Hold(ctx context.Context, runKey, hold string, ttl time.Duration) (sr SavedRun, found, held bool, err error)
+	Unhold(ctx context.Context, runKey, hold string) error
+	// Holds counts the run's live holds by kind.
+	Holds(ctx context.Context, runKey string) (leases, retries int, err error)
+	// Claim takes name for owner until ttl passes or Unclaim; false when
+	// someone else holds it.
+	Claim(ctx context.Context, name, owner string, ttl time.Duration) (bool, error)
+	// Unclaim lets name go if owner still holds it.
+	Unclaim(ctx context.Context, name, owner string) error
+	// Next adds one to one of the run's counters and returns it (1 first).
+	Next(ctx context.Context, runKey, counter string) (int64, error)
+	// Pending returns the run's unconfirmed upload of object fp.
+	Pending(ctx context.Context, runKey string, fp uint64) (SavedObject, bool, error)
+	SavePending(ctx context.Context, runKey string, fp uint64, so SavedObject) error
+	DropPending(ctx context.Context, runKey string, fp uint64) error
+}
+
+// Kinds of holds, the first letter of a hold's name.
+const (
+	HoldLease = 'l' // a push holds a lease on the run
+	HoldRetry = 'r' // a push handed the run's data back to the collector's retry
+)
 
 // SavedObject is a pending upload in a store.
 type SavedObject struct {
@@ -55,6 +98,20 @@ type SavedObject struct {
 	PresignedAt time.Time `json:"presigned_at,omitzero"`
 	ExpiresIn   int64     `json:"expires_in_s,omitempty"`
 	Put         bool      `json:"put,omitempty"`
+}
+
+func savedObject(o platform.Object) SavedObject {
+	return SavedObject{
+		Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
+		PresignedAt: o.PresignedAt, ExpiresIn: int64(o.ExpiresIn / time.Second), Put: o.Put,
+	}
+}
+
+func (o SavedObject) object() platform.Object {
+	return platform.Object{
+		Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
+		PresignedAt: o.PresignedAt, ExpiresIn: time.Duration(o.ExpiresIn) * time.Second, Put: o.Put,
+	}
 }
 
 // maxMemDelivered bounds the in-memory delivered set; past it the least

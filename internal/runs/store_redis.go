@@ -1,0 +1,389 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+	"go.uber.org/zap"
+)
+
+// Expiries of the shared registry's keys. Each is counted from the key's
+// last touch, so a live run never loses them; they only bound what a
+// finished or abandoned run leaves in Redis.
+const (
+	// recordTTL: a run's record (id, state, end, ranges) outlives its last
+	// data by 30 days. Until then a closed run refuses late data, and its
+	// ranges keep counting; after it, the identity would start a new run.
+	recordTTL = 30 * 24 * time.Hour
+	// deliveredTTL: the delivered episodes of a run are remembered for 7
+	// days after the last one; a replay older than that is uploaded again.
+	deliveredTTL = 7 * 24 * time.Hour
+	// pendingTTL: an unconfirmed upload is resumable for 7 days after its
+	// last progress, far longer than any retry of it.
+	pendingTTL = 7 * 24 * time.Hour
+)
+
+// RedisOptions are the shared registry's connection and its health hook.
+type RedisOptions struct {
+	Endpoint string
+	Password string
+	DB       int
+	// Prefix starts every key, so that several fleets can share a Redis.
+	Prefix string
+	Logger *zap.Logger
+	// Health is told when Redis stops answering (err) and when it answers
+	// again (nil), once per change.
+	Health func(err error)
+}
+
+// RedisStore is the shared registry: a SharedStore on Redis. Its atomic
+// operations (SET NX PX, HINCRBY, Lua scripts) are the whole of the fleet's
+// coordination; docs of the keys are in the package doc.
+type RedisStore struct {
+	c      *redis.Client
+	opts   RedisOptions
+	down   atomic.Bool
+	hold   *redis.Script
+	holds  *redis.Script
+	save   *redis.Script
+	unlock *redis.Script
+}
+
+// recordFields are the record's fixed fields, in the order the hold script
+// returns them; the ranges are fields of the same hash (range:<step>).
+func recordFields() []string {
+	return []string{"key", "source", "value", "attach", "id", "team", "state", "end_status", "end_reason", "traces_committed", "traces_on_table", "seen"}
+}
+
+// holdScript reads the record and, unless the run is closing or closed,
+// adds the hold: one step, so that a close-out that marked the run closing
+// has seen every hold it will ever have to wait for. Redis's clock scores
+// the holds, so that the collectors' clocks need not agree.
+const holdScript = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rec = redis.call('HMGET', KEYS[1], 'key', 'source', 'value', 'attach', 'id', 'team', 'state', 'end_status', 'end_reason', 'traces_committed', 'traces_on_table', 'seen')
+if ARGV[1] == '' then return {rec, 0} end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'seen', string.format('%.0f', now))
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+if rec[7] == 'closing' or rec[7] == 'closed' then return {rec, 0} end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.0f', now))
+redis.call('ZADD', KEYS[2], string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return {rec, 1}
+`
+
+// holdsScript counts the live holds by kind, forgetting expired ones.
+const holdsScript = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
+local leases, retries = 0, 0
+for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if string.sub(m, 1, 1) == 'l' then leases = leases + 1 else retries = retries + 1 end
+end
+return {leases, retries}
+`
+
+// saveScript merges a record: identity, id, team and end are written once,
+// the state only moves forward, the Prime Traces flags only turn on. The
+// ending index lists the runs whose close-out is not done, for a restart.
+const saveScript = `
+local rank = {[''] = 0, ending = 1, closing = 2, closed = 3}
+local function once(f, v) if v ~= '' then redis.call('HSETNX', KEYS[1], f, v) end end
+once('key', ARGV[1]) once('source', ARGV[2]) once('value', ARGV[3]) once('attach', ARGV[4])
+once('id', ARGV[5]) once('team', ARGV[6])
+local cur = redis.call('HGET', KEYS[1], 'state') or ''
+if (rank[ARGV[7]] or 0) > (rank[cur] or 0) then
+  redis.call('HSET', KEYS[1], 'state', ARGV[7])
+  cur = ARGV[7]
+end
+if cur ~= '' then once('end_status', ARGV[8]) once('end_reason', ARGV[9]) end
+if ARGV[10] == '1' then redis.call('HSET', KEYS[1], 'traces_committed', '1') end
+if ARGV[11] == '1' then redis.call('HSET', KEYS[1], 'traces_on_table', '1') end
+if cur == 'ending' or cur == 'closing' then redis.call('SADD', KEYS[2], ARGV[1]) end
+if cur == 'closed' then redis.call('SREM', KEYS[2], ARGV[1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[12])
+return 1
+`
+
+// unlockScript deletes a claim only for its owner: a claim that expired
+// and was taken by another collector is not ours to drop.
+const unlockScript = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`
+
+// NewRedisStore connects lazily: a Redis that is down at start delays the
+// pushes, not the collector.
+func NewRedisStore(opts RedisOptions) *RedisStore {
+	c := redis.NewClient(&redis.Options{
+		Addr:     opts.Endpoint,
+		Password: opts.Password,
+		DB:       opts.DB,
+		// A push waits on Redis; a short bound hands the data back to the
+		// collector's retry instead of holding a queue consumer.
+		DialTimeout:           2 * time.Second,
+		ReadTimeout:           2 * time.Second,
+		WriteTimeout:          2 * time.Second,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            1,
+		DialerRetries:         2,
+		DisableIdentity:       true,
+		// Maintenance push notifications are a managed-Redis feature; a
+		// plain server refuses them.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	return &RedisStore{
+		c: c, opts: opts,
+		hold: redis.NewScript(holdScript), holds: redis.NewScript(holdsScript),
+		save: redis.NewScript(saveScript), unlock: redis.NewScript(unlockScript),
+	}
+}
+
+// key is one of the registry's keys: <prefix>:<kind>:<run key>, the run
+// key's NUL separator shown as a colon.
+func (s *RedisStore) key(kind, runKey string) string {
+	k := kind + ":" + strings.Replace(runKey, "\x00", ":", 1)
+	if s.opts.Prefix == "" {
+		return k
+	}
+	return s.opts.Prefix + ":" + k
+}
+
+// endingKey is the index of runs whose close-out is not done.
+func (s *RedisStore) endingKey() string {
+	if s.opts.Prefix == "" {
+		return "ending"
+	}
+	return s.opts.Prefix + ":ending"
+}
+
+// seen passes err on, named, and tells Health when Redis went away or
+// came back. A caller's own cancellation says nothing about Redis.
+func (s *RedisStore) seen(err error) error {
+	if err == nil || errors.Is(err, redis.Nil) {
+		if s.down.CompareAndSwap(true, false) {
+			s.opts.Logger.Info("The shared run registry (Redis) answers again", zap.String("endpoint", s.opts.Endpoint))
+			if s.opts.Health != nil {
+				s.opts.Health(nil)
+			}
+		}
+		return err
+	}
+	err = fmt.Errorf("shared run registry (redis %s): %w", s.opts.Endpoint, err)
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	if s.down.CompareAndSwap(false, true) {
+		s.opts.Logger.Error("The shared run registry (Redis) does not answer: data goes back to the collector's retry, and no run is created or closed out, until it does",
+			zap.String("endpoint", s.opts.Endpoint), zap.Error(err))
+		if s.opts.Health != nil {
+			s.opts.Health(err)
+		}
+	}
+	return err
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// Load returns the runs whose close-out is not done (ending, or closing
+// when their closer stopped), so that a restarted collector finishes them;
+// every other run is read when its data comes.
+func (s *RedisStore) Load(ctx context.Context) ([]SavedRun, error) {
+	keys, err := s.c.SMembers(ctx, s.endingKey()).Result()
+	if err != nil {
+		return nil, s.seen(err)
+	}
+	var out []SavedRun
+	for _, k := range keys {
+		sr, found, _, err := s.Hold(ctx, k, "", 0)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			// The record expired: nothing is left to close out.
+			if err := s.c.SRem(ctx, s.endingKey(), k).Err(); err != nil {
+				return nil, s.seen(err)
+			}
+			continue
+		}
+		if sr.State == savedClosing {
+			sr.State = savedEnding
+		}
+		out = append(out, sr)
+	}
+	return out, nil
+}
+
+// Save merges the record; ranges and pending uploads have their own calls
+// (Next, SavePending), since a whole-record write would undo another
+// collector's.
+func (s *RedisStore) Save(ctx context.Context, sr SavedRun) error {
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return ""
+	}
+	err := s.save.Run(ctx, s.c, []string{s.key("run", sr.Key), s.endingKey()},
+		sr.Key, sr.Source, sr.Value, flag(sr.Attach), sr.ID, sr.Team, sr.State, sr.EndState, sr.EndWhy,
+		flag(sr.Traces.Committed), flag(sr.Traces.OnTable), ms(recordTTL)).Err()
+	return s.seen(err)
+}
+
+func (s *RedisStore) Hold(ctx context.Context, runKey, hold string, ttl time.Duration) (SavedRun, bool, bool, error) {
+	res, err := s.hold.Run(ctx, s.c, []string{s.key("run", runKey), s.key("holds", runKey)}, hold, ms(ttl), ms(recordTTL)).Slice()
+	if err != nil {
+		return SavedRun{}, false, false, s.seen(err)
+	}
+	s.seen(nil)
+	if len(res) != 2 {
+		return SavedRun{}, false, false, fmt.Errorf("shared run registry: unexpected hold reply %v", res)
+	}
+	vals, _ := res[0].([]any)
+	held, _ := res[1].(int64)
+	names := recordFields()
+	f := make(map[string]string, len(names))
+	for i, name := range names {
+		if i < len(vals) {
+			if v, ok := vals[i].(string); ok {
+				f[name] = v
+			}
+		}
+	}
+	if f["key"] == "" {
+		return SavedRun{}, false, held == 1, nil
+	}
+	sr := SavedRun{
+		Key: f["key"], Source: f["source"], Value: f["value"], Attach: f["attach"] == "1",
+		ID: f["id"], Team: f["team"], State: f["state"], EndState: f["end_status"], EndWhy: f["end_reason"],
+		Traces: tracesState{Committed: f["traces_committed"] == "1", OnTable: f["traces_on_table"] == "1"},
+	}
+	if seen, err := strconv.ParseInt(f["seen"], 10, 64); err == nil {
+		sr.SeenAt = time.UnixMilli(seen)
+	}
+	return sr, true, held == 1, nil
+}
+
+func (s *RedisStore) Unhold(ctx context.Context, runKey, hold string) error {
+	return s.seen(s.c.ZRem(ctx, s.key("holds", runKey), hold).Err())
+}
+
+func (s *RedisStore) Holds(ctx context.Context, runKey string) (int, int, error) {
+	n, err := s.holds.Run(ctx, s.c, []string{s.key("holds", runKey)}).Int64Slice()
+	if err != nil {
+		return 0, 0, s.seen(err)
+	}
+	s.seen(nil)
+	if len(n) != 2 {
+		return 0, 0, fmt.Errorf("shared run registry: unexpected holds reply %v", n)
+	}
+	return int(n[0]), int(n[1]), nil
+}
+
+func (s *RedisStore) Claim(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	ok, err := s.c.SetNX(ctx, s.key("claim", name), owner, ttl).Result()
+	return ok, s.seen(err)
+}
+
+func (s *RedisStore) Unclaim(ctx context.Context, name, owner string) error {
+	return s.seen(s.unlock.Run(ctx, s.c, []string{s.key("claim", name)}, owner).Err())
+}
+
+func (s *RedisStore) Next(ctx context.Context, runKey, counter string) (int64, error) {
+	var incr *redis.IntCmd
+	rec := s.key("run", runKey)
+	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		incr = p.HIncrBy(ctx, rec, counter, 1)
+		p.PExpire(ctx, rec, recordTTL)
+		return nil
+	})
+	if err != nil {
+		return 0, s.seen(err)
+	}
+	return incr.Val(), s.seen(nil)
+}
+
+func fpField(fp uint64) string { return strconv.FormatUint(fp, 16) }
+
+func (s *RedisStore) Pending(ctx context.Context, runKey string, fp uint64) (SavedObject, bool, error) {
+	raw, err := s.c.HGet(ctx, s.key("pending", runKey), fpField(fp)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return SavedObject{}, false, s.seen(nil)
+	}
+	if err != nil {
+		return SavedObject{}, false, s.seen(err)
+	}
+	s.seen(nil)
+	var so SavedObject
+	if err := json.Unmarshal(raw, &so); err != nil {
+		return SavedObject{}, false, fmt.Errorf("shared run registry: pending upload %s: %w", fpField(fp), err)
+	}
+	return so, true, nil
+}
+
+func (s *RedisStore) SavePending(ctx context.Context, runKey string, fp uint64, so SavedObject) error {
+	body, err := json.Marshal(so)
+	if err != nil {
+		return err
+	}
+	k := s.key("pending", runKey)
+	_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k, fpField(fp), body)
+		p.PExpire(ctx, k, pendingTTL)
+		return nil
+	})
+	return s.seen(err)
+}
+
+func (s *RedisStore) DropPending(ctx context.Context, runKey string, fp uint64) error {
+	return s.seen(s.c.HDel(ctx, s.key("pending", runKey), fpField(fp)).Err())
+}
+
+func fpMembers(fps []uint64) []any {
+	out := make([]any, len(fps))
+	for i, fp := range fps {
+		out[i] = fpField(fp)
+	}
+	return out
+}
+
+func (s *RedisStore) Delivered(ctx context.Context, runKey string, fps []uint64) ([]bool, error) {
+	if len(fps) == 0 {
+		return nil, nil
+	}
+	out, err := s.c.SMIsMember(ctx, s.key("delivered", runKey), fpMembers(fps)...).Result()
+	if err != nil {
+		return nil, s.seen(err)
+	}
+	return out, s.seen(nil)
+}
+
+func (s *RedisStore) MarkDelivered(ctx context.Context, runKey string, fps []uint64) error {
+	if len(fps) == 0 {
+		return nil
+	}
+	k := s.key("delivered", runKey)
+	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, k, fpMembers(fps)...)
+		p.PExpire(ctx, k, deliveredTTL)
+		return nil
+	})
+	return s.seen(err)
+}
+
+func (s *RedisStore) Close(context.Context) error { return s.c.Close() }
