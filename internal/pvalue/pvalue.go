@@ -7,7 +7,10 @@
 package pvalue
 
 import (
+	"encoding/json"
 	"math"
+	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
@@ -71,3 +74,47 @@ func TypeName(v pcommon.Value) string {
 	}
 	return v.Type().String()
 }
+
+// IntString reads a string holding a decimal integer within int64: how the
+// OTel Python SDK sends a numpy integer attribute (np.int64(20) arrives as
+// "20"). Only JSON's integer grammar counts, which is what Python's str()
+// of an int gives: "+1", "1.0", " 1" and "0x1" are not integers sent as
+// strings, and reading them as such would surprise.
+func IntString(v pcommon.Value) (int64, bool) {
+	s, ok := String(v)
+	if !ok || !isJSONNumber(s, false) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// FloatString reads a string that is exactly a JSON number: how the OTel
+// Python SDK sends a numpy float attribute (np.float32(0.5) arrives as
+// "0.5"). strconv alone would also take "NaN", "inf", "0x1p3", "+1" and
+// ".5", none of which str() of a numpy number gives. A number past
+// float64's range reads as ±Inf, for the caller to reject as any other.
+func FloatString(v pcommon.Value) (float64, bool) {
+	s, ok := String(v)
+	if !ok || !isJSONNumber(s, true) {
+		return 0, false
+	}
+	f, _ := strconv.ParseFloat(s, 64) // the syntax is checked: only ErrRange is left, with its ±Inf
+	return f, true
+}
+
+// isJSONNumber tells whether s is exactly a JSON number (RFC 8259 §6); with
+// fraction false, one with neither fraction nor exponent. A JSON text that
+// starts with '-' or a digit can only be a number, and one that ends with a
+// digit has no trailing space, so json.Valid checks the rest.
+func isJSONNumber(s string, fraction bool) bool {
+	if s == "" || !(s[0] == '-' || isDigit(s[0])) || !isDigit(s[len(s)-1]) {
+		return false
+	}
+	if !fraction && strings.ContainsAny(s, ".eE") {
+		return false
+	}
+	return json.Valid([]byte(s))
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -68,15 +68,21 @@ func (g *Registry) closeOut(r *run) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.FinalizeTimeout)
 	defer cancel()
+	// The waits for data still being sent take at most half of
+	// finalize_timeout, so that the terminal status always gets its turn:
+	// a peer killed while holding the run would otherwise use up the whole
+	// close-out, and the run would stay RUNNING for good.
+	waitCtx, cancelWait := context.WithTimeout(ctx, g.cfg.FinalizeTimeout/2)
+	defer cancelWait()
 	if drained != nil {
 		select {
 		case <-drained:
-		case <-ctx.Done():
+		case <-waitCtx.Done():
 			g.Logger.Warn("Closing out a run whose last data is still being sent", zap.Stringer("run", r.ident), zap.String("run_id", id))
 		}
 	}
 	if g.shared != nil {
-		g.awaitLeases(ctx, r)
+		g.awaitLeases(waitCtx, r)
 	}
 	defer func() {
 		r.mu.Lock()

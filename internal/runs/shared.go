@@ -377,6 +377,12 @@ func (g *Registry) awaitLeases(ctx context.Context, r *run) {
 			t.Stop()
 			g.Logger.Warn("Closing out a run whose last data is still being sent by another collector", zap.Stringer("run", r.ident), zap.String("run_id", r.platformID()))
 			return
+		case <-g.Stopping:
+			// A collector shutting down closes out now rather than wait
+			// past its shutdown deadline for a peer that may be gone.
+			t.Stop()
+			g.Logger.Warn("Closing out a run at shutdown while another collector still holds some of its data", zap.Stringer("run", r.ident), zap.String("run_id", r.platformID()))
+			return
 		case <-t.C:
 		}
 	}

@@ -2,7 +2,6 @@ package sampletable
 
 import (
 	"cmp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -163,20 +162,11 @@ func workStep(attrs pcommon.Map) (step int64, how reject.Reason, ok bool, err er
 	if step, ok := pvalue.Int(v); ok {
 		return step, "", true, nil
 	}
-	if s, isStr := pvalue.String(v); isStr && isDecimalInt(s) {
-		if step, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return step, reject.NumberString, true, nil
-		}
+	if step, ok := pvalue.IntString(v); ok {
+		return step, reject.NumberString, true, nil
 	}
 	f := field{value: value{v: v}}
 	return 0, "", false, rejection(reject.BadStep, attrWorkStep, "attribute %s must be an int, got %s", attrWorkStep, f.describe())
-}
-
-// isDecimalInt tells a JSON integer: what Python's str() gives of an int,
-// and nothing it does not ("+1", "1.0", " 1", "0x1").
-func isDecimalInt(s string) bool {
-	end, ok := scanNumber(s, 0)
-	return s != "" && ok && end == len(s) && !strings.ContainsAny(s, ".eE")
 }
 
 func workIsEval(attrs pcommon.Map) (bool, error) {

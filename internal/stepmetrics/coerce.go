@@ -1,10 +1,6 @@
 package stepmetrics
 
 import (
-	"encoding/json"
-	"strconv"
-	"strings"
-
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/primeintellect/primeexporter/internal/pvalue"
@@ -19,15 +15,10 @@ func readStep(v pcommon.Value) (step int64, how reject.Reason, ok bool) {
 	if step, ok := pvalue.Int(v); ok {
 		return step, "", true
 	}
-	s, isStr := pvalue.String(v)
-	if !isStr || !isJSONNumber(s, false) {
-		return 0, "", false
+	if step, ok := pvalue.IntString(v); ok {
+		return step, reject.NumberString, true
 	}
-	step, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, "", false // past int64: not a step anyone meant
-	}
-	return step, reject.NumberString, true
+	return 0, "", false
 }
 
 // readValue reads a prime.metrics value: a number as pvalue reads it, a
@@ -47,35 +38,9 @@ func readValue(v pcommon.Value) (f float64, how reject.Reason, ok bool) {
 		}
 		return 0, reject.BoolValue, true
 	case pcommon.ValueTypeStr:
-		s := v.Str()
-		if !isJSONNumber(s, true) {
-			return 0, "", false
+		if f, ok := pvalue.FloatString(v); ok {
+			return f, reject.NumberString, true
 		}
-		// The syntax is checked, so the only error left is ErrRange, past
-		// float64's range; its ±Inf is then rejected as non-finite, as a
-		// double +Inf would be.
-		f, _ := strconv.ParseFloat(s, 64)
-		return f, reject.NumberString, true
 	}
 	return 0, "", false
 }
-
-// isJSONNumber tells whether s is exactly a JSON number (RFC 8259 §6); with
-// fraction false, one with neither fraction nor exponent. JSON's grammar,
-// not strconv's, decides: strconv also takes "NaN", "inf", "0x1p3", "+1" and
-// ".5", none of which a Python str() of a numpy number gives, and none of
-// which a producer sending strings should have read as numbers by surprise.
-// Surrounding spaces are refused too: "1 " is not what str() gives. A JSON
-// text that starts with '-' or a digit can only be a number, and one that
-// ends with a digit has no trailing space, so json.Valid checks the rest.
-func isJSONNumber(s string, fraction bool) bool {
-	if s == "" || !(s[0] == '-' || isDigit(s[0])) || !isDigit(s[len(s)-1]) {
-		return false
-	}
-	if !fraction && strings.ContainsAny(s, ".eE") {
-		return false
-	}
-	return json.Valid([]byte(s))
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
