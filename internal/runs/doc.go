@@ -83,7 +83,15 @@
 //   - <p>:holds:<k>, a sorted set, each member 10 minutes: the run's data
 //     held anywhere, l:<collector>:<n> per push in flight, r:<collector>:<n>
 //     per batch handed back to a collector's retry (renewed by each retry
-//     attempt).
+//     attempt). A member counts only while its collector's heartbeat is
+//     there; the 10 minutes are the backstop.
+//   - <p>:alive:<collector>, 15 seconds: the collector's heartbeat,
+//     renewed every 5 s (every second after a failed renewal) from Start
+//     until Shutdown has finished its close-outs, and by every hold it
+//     takes. The script that counts a run's holds skips, in the same step,
+//     the members of a collector whose heartbeat has lapsed (it was killed
+//     or lost Redis); it leaves them, so that a collector that answers
+//     again counts again.
 //   - <p>:pending:<k>, a hash, 7 days: unconfirmed uploads by object
 //     fingerprint (range, presigned URL and key, whether the PUT is done).
 //   - <p>:delivered:<k>, a set, 7 days after the last delivery: the
@@ -120,7 +128,7 @@
 // prime.run.end makes the record ending (the fleet's first end wins);
 // every collector that sees the run ending, through its own end or the
 // record on its next push, schedules a close-out after finalize_grace;
-// each waits until no collector holds the run; one takes the close-out
+// each waits until no live collector holds the run; one takes the close-out
 // claim (the others look again every 5 s until the record says closed, so
 // that a closer that was killed is replaced), marks the run closing,
 // waits for its own pushes and the fleet's leases (within
@@ -157,8 +165,18 @@
 //     most 2 minutes; meanwhile the fleet's pushes for the run wait 30 s
 //     each and go back to the retry; then the next collector creates. If
 //     the killed create reached the platform, that run stays empty.
-//   - A collector killed holding data: its holds delay a close-out by at
-//     most 10 minutes, and the final drain by at most finalize_timeout.
+//   - A collector killed holding data: its holds lapse within 15 seconds
+//     (its heartbeat's expiry), so they delay a close-out, or its final
+//     drain, by at most that (the drain is bounded by finalize_timeout
+//     too). What it had not delivered is sent again by its sender (an
+//     agent's queue) to the collector that takes the run over; data that
+//     arrives after the run was marked closing is refused as run_closed.
+//     A collector cut off from Redis for longer than 15 seconds is counted
+//     as gone the same way until its heartbeat is renewed.
+//   - A collector shut down gracefully: its heartbeat stops after its own
+//     close-outs, so data it handed back to its retry and did not send
+//     (a persistent sending queue replayed after a restart) holds the run
+//     open for at most 15 seconds more.
 //   - A collector killed mid-close-out: its claim expires after
 //     finalize_timeout + 1 minute and a collector that saw the end, or the
 //     next to start, finishes it; data for the run is refused meanwhile.

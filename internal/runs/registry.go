@@ -104,11 +104,14 @@ type Registry struct {
 	closeouts sync.WaitGroup
 	stop      chan struct{}
 	janitor   sync.WaitGroup
+	// beatStop ends the heartbeat, after the close-outs of a shutdown.
+	beatStop chan struct{}
+	beat     sync.WaitGroup
 }
 
 // New builds a registry; Restore and Start bring it to life.
 func New(cfg Config, deps Deps, opts ...Option) *Registry {
-	g := &Registry{cfg: cfg, Deps: deps, now: time.Now, runs: map[string]*run{}, stop: make(chan struct{})}
+	g := &Registry{cfg: cfg, Deps: deps, now: time.Now, runs: map[string]*run{}, stop: make(chan struct{}), beatStop: make(chan struct{})}
 	g.pause = SleepUnless(deps.Stopping)
 	if s, ok := deps.Store.(SharedStore); ok {
 		g.shared, g.owner = s, newOwner()

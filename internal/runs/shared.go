@@ -22,6 +22,13 @@ const (
 	// sooner, and data in a collector's retry renews its hold with every
 	// attempt.
 	holdTTL = 10 * time.Minute
+	// heartbeatTTL is how long a collector's holds count after its last
+	// heartbeat: a killed collector's holds delay a close-out by at most
+	// this. heartbeatEvery renews it, well within; heartbeatRetry after a
+	// failed renewal.
+	heartbeatTTL   = 15 * time.Second
+	heartbeatEvery = 5 * time.Second
+	heartbeatRetry = time.Second
 	// createClaimTTL is how long one collector may take to create a run
 	// before another may try; a create's own attempts end well within it.
 	createClaimTTL = 2 * time.Minute
@@ -48,6 +55,36 @@ func newOwner() string {
 	var b [8]byte
 	_, _ = crand.Read(b[:]) // never fails (crypto/rand)
 	return hex.EncodeToString(b[:])
+}
+
+// heartbeat renews this collector's heartbeat in the shared registry
+// until the registry shuts down, so that the fleet counts its holds.
+func (g *Registry) heartbeat() {
+	// A renewal waiting on Redis does not hold up the shutdown.
+	base, stop := context.WithCancel(context.Background())
+	g.beat.Add(1)
+	go func() {
+		defer g.beat.Done()
+		<-g.beatStop
+		stop()
+	}()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.beatStop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(base, sharedCallTimeout)
+		err := g.shared.Alive(ctx, g.owner, heartbeatTTL)
+		cancel()
+		if err != nil {
+			t.Reset(heartbeatRetry)
+		} else {
+			t.Reset(heartbeatEvery)
+		}
+	}
 }
 
 func (g *Registry) holdName(kind rune, n int64) string {

@@ -14,8 +14,15 @@ import (
 const maxListedRuns = 20
 
 // Start begins marking created runs crashed after idle_timeout without
-// data.
+// data and, with a shared registry, this collector's heartbeat.
 func (g *Registry) Start() {
+	if g.shared != nil {
+		g.beat.Add(1)
+		go func() {
+			defer g.beat.Done()
+			g.heartbeat()
+		}()
+	}
 	if g.cfg.IdleTimeout <= 0 {
 		return
 	}
@@ -118,5 +125,7 @@ func (g *Registry) Shutdown(ctx context.Context) error {
 		g.Logger.Warn("Shutdown deadline reached with run close-outs still in flight; with storage they are closed out after a restart", zap.Int("ended_runs", len(pending)))
 		err = ctx.Err()
 	}
+	close(g.beatStop)
+	g.beat.Wait()
 	return errors.Join(err, g.Store.Close(ctx))
 }

@@ -68,8 +68,11 @@ type SharedStore interface {
 	// HoldRetry.
 	Hold(ctx context.Context, runKey, hold string, ttl time.Duration) (sr SavedRun, found, held bool, err error)
 	Unhold(ctx context.Context, runKey, hold string) error
-	// Holds counts the run's live holds by kind.
+	// Holds counts the run's live holds by kind: those not expired whose
+	// collector's heartbeat (Alive) has not lapsed.
 	Holds(ctx context.Context, runKey string) (leases, retries int, err error)
+	// Alive renews the heartbeat of owner for ttl. Hold renews it too.
+	Alive(ctx context.Context, owner string, ttl time.Duration) error
 	// Claim takes name for owner until ttl passes or Unclaim; false when
 	// someone else holds it.
 	Claim(ctx context.Context, name, owner string, ttl time.Duration) (bool, error)

@@ -66,7 +66,9 @@ func recordFields() []string {
 // holdScript reads the record and, unless the run is closing or closed,
 // adds the hold: one step, so that a close-out that marked the run closing
 // has seen every hold it will ever have to wait for. Redis's clock scores
-// the holds, so that the collectors' clocks need not agree.
+// the holds, so that the collectors' clocks need not agree. Taking a hold
+// also renews its collector's heartbeat (ARGV[4] the heartbeat key without
+// the owner), so that no hold is taken uncounted.
 const holdScript = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -77,20 +79,35 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
 end
 if rec[7] == 'closing' or rec[7] == 'closed' then return {rec, 0} end
+local owner = string.match(ARGV[1], '^[^:]*:([^:]+):')
+if owner then redis.call('SET', ARGV[4] .. owner, '1', 'PX', ARGV[5]) end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.0f', now))
 redis.call('ZADD', KEYS[2], string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return {rec, 1}
 `
 
-// holdsScript counts the live holds by kind, forgetting expired ones.
+// holdsScript counts the live holds by kind, forgetting expired ones and
+// ignoring those of a collector whose heartbeat (<p>:alive:<owner>, ARGV[1]
+// the key without the owner) has lapsed: it was killed or lost Redis. They
+// are not removed, so that a collector that answers again counts again;
+// their own expiry is the backstop.
 const holdsScript = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
 local leases, retries = 0, 0
+local alive = {}
 for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  if string.sub(m, 1, 1) == 'l' then leases = leases + 1 else retries = retries + 1 end
+  local owner = string.match(m, '^[^:]*:([^:]+):')
+  local live = true
+  if owner then
+    if alive[owner] == nil then alive[owner] = redis.call('EXISTS', ARGV[1] .. owner) == 1 end
+    live = alive[owner]
+  end
+  if live then
+    if string.sub(m, 1, 1) == 'l' then leases = leases + 1 else retries = retries + 1 end
+  end
 end
 return {leases, retries}
 `
@@ -246,7 +263,7 @@ func (s *RedisStore) Save(ctx context.Context, sr SavedRun) error {
 }
 
 func (s *RedisStore) Hold(ctx context.Context, runKey, hold string, ttl time.Duration) (SavedRun, bool, bool, error) {
-	res, err := s.hold.Run(ctx, s.c, []string{s.key("run", runKey), s.key("holds", runKey)}, hold, ms(ttl), ms(recordTTL)).Slice()
+	res, err := s.hold.Run(ctx, s.c, []string{s.key("run", runKey), s.key("holds", runKey)}, hold, ms(ttl), ms(recordTTL), s.key("alive", ""), ms(heartbeatTTL)).Slice()
 	if err != nil {
 		return SavedRun{}, false, false, s.seen(err)
 	}
@@ -284,7 +301,7 @@ func (s *RedisStore) Unhold(ctx context.Context, runKey, hold string) error {
 }
 
 func (s *RedisStore) Holds(ctx context.Context, runKey string) (int, int, error) {
-	n, err := s.holds.Run(ctx, s.c, []string{s.key("holds", runKey)}).Int64Slice()
+	n, err := s.holds.Run(ctx, s.c, []string{s.key("holds", runKey)}, s.key("alive", "")).Int64Slice()
 	if err != nil {
 		return 0, 0, s.seen(err)
 	}
@@ -293,6 +310,17 @@ func (s *RedisStore) Holds(ctx context.Context, runKey string) (int, int, error)
 		return 0, 0, fmt.Errorf("shared run registry: unexpected holds reply %v", n)
 	}
 	return int(n[0]), int(n[1]), nil
+}
+
+// Alive renews owner's heartbeat, <p>:alive:<owner>, for ttl: until it
+// lapses the owner's holds count. It runs in the background, so it leaves
+// the health reports (seen) to the pushes: a renewal that fails as Redis
+// comes back does not turn the status back to an error.
+func (s *RedisStore) Alive(ctx context.Context, owner string, ttl time.Duration) error {
+	if err := s.c.Set(ctx, s.key("alive", owner), "1", ttl).Err(); err != nil {
+		return fmt.Errorf("shared run registry (redis %s): %w", s.opts.Endpoint, err)
+	}
+	return nil
 }
 
 func (s *RedisStore) Claim(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
