@@ -62,27 +62,19 @@ func newOwner() string {
 func (g *Registry) heartbeat() {
 	// A renewal waiting on Redis does not hold up the shutdown.
 	base, stop := context.WithCancel(context.Background())
-	g.beat.Add(1)
-	go func() {
-		defer g.beat.Done()
+	defer stop()
+	g.beat.Go(func() {
 		<-g.beatStop
 		stop()
-	}()
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-g.beatStop:
-			return
-		case <-t.C:
-		}
+	})
+	sleep := SleepUnless(g.beatStop)
+	for wait := time.Duration(0); sleep(base, wait) == nil; {
 		ctx, cancel := context.WithTimeout(base, sharedCallTimeout)
 		err := g.shared.Alive(ctx, g.owner, heartbeatTTL)
 		cancel()
+		wait = heartbeatEvery
 		if err != nil {
-			t.Reset(heartbeatRetry)
-		} else {
-			t.Reset(heartbeatEvery)
+			wait = heartbeatRetry
 		}
 	}
 }

@@ -17,19 +17,13 @@ const maxListedRuns = 20
 // data and, with a shared registry, this collector's heartbeat.
 func (g *Registry) Start() {
 	if g.shared != nil {
-		g.beat.Add(1)
-		go func() {
-			defer g.beat.Done()
-			g.heartbeat()
-		}()
+		g.beat.Go(g.heartbeat)
 	}
 	if g.cfg.IdleTimeout <= 0 {
 		return
 	}
 	every := min(max(g.cfg.IdleTimeout/10, 10*time.Millisecond), time.Minute)
-	g.janitor.Add(1)
-	go func() {
-		defer g.janitor.Done()
+	g.janitor.Go(func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -40,7 +34,7 @@ func (g *Registry) Start() {
 				g.closeIdle()
 			}
 		}
-	}()
+	})
 }
 
 func (g *Registry) closeIdle() {
