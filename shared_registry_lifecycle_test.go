@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
+	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft"
@@ -40,7 +41,7 @@ type countingRuns struct {
 	finalized []string
 }
 
-func (c *countingRuns) CreateRun(context.Context, rft.CreateRunRequest) (rft.Run, error) {
+func (c *countingRuns) CreateRun(context.Context, rft.CreateRunRequest, platform.Origin) (rft.Run, error) {
 	time.Sleep(c.delay)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -48,7 +49,7 @@ func (c *countingRuns) CreateRun(context.Context, rft.CreateRunRequest) (rft.Run
 	return rft.Run{ID: fmt.Sprintf("run-%d", c.creates)}, nil
 }
 
-func (c *countingRuns) AttachRun(context.Context, string) error { return nil }
+func (c *countingRuns) AttachRun(context.Context, string, platform.Origin) error { return nil }
 
 func (c *countingRuns) PostMetrics(context.Context, string, map[string]float64) error { return nil }
 

@@ -7,6 +7,7 @@ BUILD="$ROOT/_build"
 OCB_VERSION=v0.165.0
 OTELCOL="$BUILD/otelcol-prime/otelcol-prime"
 DEMOTRAINER="$BUILD/demotrainer"
+PRIMESYNC="$BUILD/prime-sync"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -33,6 +34,12 @@ build_demotrainer() {
   mkdir -p "$BUILD"
   log "building the demo trainer"
   (cd "$ROOT/cmd/demotrainer" && go build -o "$DEMOTRAINER" .)
+}
+
+build_sync() {
+  mkdir -p "$BUILD"
+  log "building prime-sync"
+  (cd "$ROOT/cmd/prime-sync" && go build -o "$PRIMESYNC" .)
 }
 
 # The shared run registry's tests run a real redis-server (Debian's package)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tests: vet and race-test every module, build the collector with ocb,
-# then run the end-to-end tests against the built binary.
+# build prime-sync, then run the end-to-end tests against the built binaries.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/agent.sh"
 
@@ -16,7 +16,8 @@ log "go vet + go test -race (demo trainer)"
 
 build_collector
 build_demotrainer
+build_sync
 build_agent
 
 log "end-to-end tests (built collector + demo trainer + fake platform)"
-(cd e2e && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_DEMOTRAINER="$DEMOTRAINER" PRIME_AGENT="$AGENT" go test -race -count=1 -v ./... 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)')
+(cd e2e && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_DEMOTRAINER="$DEMOTRAINER" PRIME_AGENT="$AGENT" PRIME_SYNC="$PRIMESYNC" go test -race -count=1 -v ./... 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)')

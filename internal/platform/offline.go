@@ -34,10 +34,15 @@ var (
 	_ Objects = (*Offline)(nil)
 )
 
-// RunRecord is run.json.
+// RunRecord is run.json: everything prime-sync needs to put the run on
+// the platform later. Spec is the create body the platform would have
+// received (team_id "" when the run had none: the sync supplies it);
+// Identity and TeamID say which run it is.
 type RunRecord struct {
 	ID           string                `json:"id"`
 	Attached     bool                  `json:"attached,omitempty"`
+	Identity     string                `json:"identity,omitempty"`
+	TeamID       string                `json:"team_id,omitempty"`
 	Spec         *rft.CreateRunRequest `json:"spec,omitempty"`
 	Status       string                `json:"status"`
 	ErrorMessage string                `json:"error_message,omitempty"`
@@ -70,14 +75,14 @@ func NewOffline(dir string) (*Offline, error) {
 func RunDirectory(dir, runID string) string { return filepath.Join(dir, runID) }
 
 // CreateRun issues an id of the form offline-<16 hex>.
-func (s *Offline) CreateRun(_ context.Context, req rft.CreateRunRequest) (rft.Run, error) {
+func (s *Offline) CreateRun(_ context.Context, req rft.CreateRunRequest, origin Origin) (rft.Run, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return rft.Run{}, err
 	}
 	id := "offline-" + hex.EncodeToString(b[:])
 	now := time.Now().UTC()
-	r := &RunRecord{ID: id, Spec: &req, Status: StatusRunning, CreatedAt: now, UpdatedAt: now}
+	r := &RunRecord{ID: id, Identity: origin.Identity, TeamID: origin.TeamID, Spec: &req, Status: StatusRunning, CreatedAt: now, UpdatedAt: now}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := os.MkdirAll(filepath.Join(s.dir, id), offlineDirMode); err != nil {
@@ -90,12 +95,17 @@ func (s *Offline) CreateRun(_ context.Context, req rft.CreateRunRequest) (rft.Ru
 	return rft.Run{ID: id, Name: req.Name, Status: "RUNNING"}, nil
 }
 
-// AttachRun makes the directory of a run created elsewhere.
-func (s *Offline) AttachRun(_ context.Context, runID string) error {
+// AttachRun makes the directory of a run created elsewhere, recording
+// where it came from.
+func (s *Offline) AttachRun(_ context.Context, runID string, origin Origin) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err := s.runLocked(runID)
-	return err
+	r, err := s.runLocked(runID)
+	if err != nil || (r.Identity == origin.Identity && r.TeamID == origin.TeamID) {
+		return err
+	}
+	r.Identity, r.TeamID = origin.Identity, origin.TeamID
+	return s.writeRunLocked(r)
 }
 
 // PostMetrics appends the body the online path would post.
@@ -168,7 +178,7 @@ func (s *Offline) writeRunFile(runID, sub, name string, body []byte) error {
 	if err := os.MkdirAll(dir, offlineDirMode); err != nil {
 		return err
 	}
-	return writeFileAtomic(dir, name, body)
+	return WriteFileAtomic(dir, name, body, false)
 }
 
 // runLocked finds a run, making the record of an attached one on first
@@ -200,22 +210,35 @@ func (s *Offline) writeRunLocked(r *RunRecord) error {
 	if err := enc.Encode(r); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(s.dir, r.ID), RunFile, buf.Bytes())
+	return WriteFileAtomic(filepath.Join(s.dir, r.ID), RunFile, buf.Bytes(), false)
 }
 
-// writeFileAtomic replaces dir/name through a temporary file, so a reader
-// never sees half a file; the file is owner-only.
-func writeFileAtomic(dir, name string, body []byte) error {
+// WriteFileAtomic replaces dir/name through a temporary file, so a reader
+// (or a process killed mid-write) never sees half a file; the file is
+// owner-only. durable also flushes the file and the directory to disk, for
+// records whose loss in a machine crash would send something twice.
+func WriteFileAtomic(dir, name string, body []byte, durable bool) error {
 	tmp, err := os.CreateTemp(dir, "."+name+".*")
 	if err != nil {
 		return err
 	}
 	_, werr := tmp.Write(body)
-	if err := errors.Join(werr, tmp.Chmod(offlineFileMode), tmp.Close()); err != nil {
+	var serr error
+	if durable && werr == nil {
+		serr = tmp.Sync()
+	}
+	if err := errors.Join(werr, serr, tmp.Chmod(offlineFileMode), tmp.Close()); err != nil {
 		_ = os.Remove(tmp.Name())
 		return err
 	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil || !durable {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
 
 // safePathSegment refuses run ids that would escape the offline directory.

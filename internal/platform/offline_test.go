@@ -19,7 +19,8 @@ func TestOfflineWritesTheBodiesTheOnlinePathWouldSend(t *testing.T) {
 	off, err := NewOffline(dir)
 	require.NoError(t, err)
 	ctx := context.Background()
-	run, err := off.CreateRun(ctx, rft.CreateRunRequest{BaseModel: "m", Environments: []rft.Environment{}})
+	origin := Origin{Identity: `prime.run.key="exp-1"`, TeamID: "team-1"}
+	run, err := off.CreateRun(ctx, rft.CreateRunRequest{BaseModel: "m", Environments: []rft.Environment{}, TeamID: "team-1"}, origin)
 	require.NoError(t, err)
 	require.NoError(t, off.PostMetrics(ctx, run.ID, map[string]float64{"step": 1, "loss": 0.5}))
 	require.NoError(t, off.Store(ctx, run.ID, Object{Step: 10, Range: 2}, []byte("PAR1…"), func(Object) { t.Fatal("a file has no progress to save") }))
@@ -46,6 +47,8 @@ func TestOfflineWritesTheBodiesTheOnlinePathWouldSend(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &rec))
 	assert.Equal(t, "completed", rec.Status)
 	assert.Equal(t, "m", rec.Spec.BaseModel)
+	assert.Equal(t, origin.Identity, rec.Identity, "the sync says which run it was")
+	assert.Equal(t, origin.TeamID, rec.TeamID)
 }
 
 func TestOfflineRefusesWhatJSONOrTheFilesystemCannotHold(t *testing.T) {
@@ -54,9 +57,9 @@ func TestOfflineRefusesWhatJSONOrTheFilesystemCannotHold(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	for _, id := range []string{"..", "a/b", `a\b`, "a\x00b", ""} {
-		assert.Error(t, off.AttachRun(ctx, id), "run id %q", id)
+		assert.Error(t, off.AttachRun(ctx, id, Origin{}), "run id %q", id)
 	}
-	require.NoError(t, off.AttachRun(ctx, "run-1"))
+	require.NoError(t, off.AttachRun(ctx, "run-1", Origin{Identity: `prime.run.id="run-1"`}))
 	err = off.PostMetrics(ctx, "run-1", map[string]float64{"b": math.Inf(1), "a": math.NaN(), "ok": 1})
 	require.EqualError(t, err, "non-finite metric values are never sent: a, b")
 	entries, err := os.ReadDir(dir)

@@ -79,7 +79,7 @@ func (o *Online) guard(call func() error) error {
 	return err
 }
 
-func (o *Online) CreateRun(ctx context.Context, req rft.CreateRunRequest) (run rft.Run, err error) {
+func (o *Online) CreateRun(ctx context.Context, req rft.CreateRunRequest, _ Origin) (run rft.Run, err error) {
 	err = o.guard(func() (err error) {
 		run, err = o.c.CreateRun(ctx, req)
 		return err
@@ -89,7 +89,7 @@ func (o *Online) CreateRun(ctx context.Context, req rft.CreateRunRequest) (run r
 
 // AttachRun needs no request: the run exists, and the first metrics post
 // or upload for it is the first request.
-func (o *Online) AttachRun(context.Context, string) error { return o.Refused() }
+func (o *Online) AttachRun(context.Context, string, Origin) error { return o.Refused() }
 
 func (o *Online) PostMetrics(ctx context.Context, runID string, metrics map[string]float64) error {
 	return o.guard(func() error { return o.c.PostMetrics(ctx, runID, metrics) })

@@ -66,7 +66,7 @@ func TestA401StopsEveryCallWithoutARequest(t *testing.T) {
 	t.Cleanup(srv.Close)
 	o := newOnline(t, srv, "a-wrong-key")
 	ctx := context.Background()
-	_, err := o.CreateRun(ctx, rft.CreateRunRequest{BaseModel: "m", Environments: []rft.Environment{}})
+	_, err := o.CreateRun(ctx, rft.CreateRunRequest{BaseModel: "m", Environments: []rft.Environment{}}, Origin{})
 	require.Error(t, err)
 	require.Error(t, o.Refused())
 	assert.ErrorIs(t, o.Refused(), ErrUnauthorized)

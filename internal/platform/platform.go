@@ -9,13 +9,22 @@ import (
 
 // Runs is what the run lifecycle asks of the place runs live.
 type Runs interface {
-	CreateRun(ctx context.Context, req rft.CreateRunRequest) (rft.Run, error)
+	CreateRun(ctx context.Context, req rft.CreateRunRequest, origin Origin) (rft.Run, error)
 	// AttachRun readies a run created elsewhere (prime.run.id). The platform
 	// needs no request for it; the offline directory makes the run's folder.
-	AttachRun(ctx context.Context, runID string) error
+	AttachRun(ctx context.Context, runID string, origin Origin) error
 	PostMetrics(ctx context.Context, runID string, metrics map[string]float64) error
 	Finalize(ctx context.Context, runID string, exitCode int) error
 	SetStatus(ctx context.Context, runID string, status rft.Status, message string) error
+}
+
+// Origin is where a run came from: the identity the exporter resolved it
+// by (e.g. prime.run.key="exp-1") and its team. The platform needs neither
+// beyond the create body; an offline run records both, so that prime-sync
+// can create the run later and say which run it was.
+type Origin struct {
+	Identity string
+	TeamID   string
 }
 
 // Objects is where a step's sample object goes: presign → PUT → confirm

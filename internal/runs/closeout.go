@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"go.uber.org/zap"
@@ -175,12 +174,9 @@ func (g *Registry) sendEndUntilDone(ctx context.Context, r *run, id string, end 
 // failures.
 func (g *Registry) sendEnd(ctx context.Context, r *run, id string, end End) error {
 	if end.Status == StatusCompleted {
-		err := g.API.Finalize(ctx, id, 0)
-		if platform.Permanent(err) && !errors.Is(err, platform.ErrUnauthorized) {
+		return platform.Complete(ctx, g.API, id, 0, func(err error) {
 			g.Logger.Warn("Finalize refused; marking the run completed through the status route", zap.String("run_id", id), zap.Error(err))
-			err = g.API.SetStatus(ctx, id, rft.StatusCompleted, "")
-		}
-		return err
+		})
 	}
 	if r.ident.attach {
 		g.Logger.Info("Attached run ended without completing; its launcher marks the failure, so the exporter does not", zap.String("run_id", id), zap.String("status", end.Status), zap.String("reason", end.Reason))

@@ -38,11 +38,12 @@ func (g *Registry) ensure(ctx context.Context, r *run, res pcommon.Resource) (st
 	}
 
 	if r.ident.attach {
-		if err := g.API.AttachRun(ctx, r.ident.value); err != nil {
+		team, _, _ := stringAttr(res.Attributes(), AttrRunTeamID)
+		team = cmp.Or(team, g.cfg.TeamID)
+		if err := g.API.AttachRun(ctx, r.ident.value, platform.Origin{Identity: r.ident.String(), TeamID: team}); err != nil {
 			return "", refused(r.ident, fmt.Errorf("attach to run %s: %w", r.ident, err))
 		}
-		team, _, _ := stringAttr(res.Attributes(), AttrRunTeamID)
-		r.setID(r.ident.value, cmp.Or(team, g.cfg.TeamID))
+		r.setID(r.ident.value, team)
 		g.persist(ctx, r)
 		g.Tel.RunEvent("attached")
 		g.Logger.Info("Attached to run", zap.Stringer("run", r.ident), zap.String("run_id", r.ident.value), g.cfg.Where(r.ident.value))
@@ -61,7 +62,7 @@ func (g *Registry) ensure(ctx context.Context, r *run, res pcommon.Resource) (st
 	if g.shared != nil {
 		return g.createShared(ctx, r, req)
 	}
-	created, err := g.API.CreateRun(ctx, req)
+	created, err := g.API.CreateRun(ctx, req, platform.Origin{Identity: r.ident.String(), TeamID: req.TeamID})
 	if err != nil {
 		return "", g.createFailed(r, err)
 	}

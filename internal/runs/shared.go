@@ -210,7 +210,7 @@ func (g *Registry) createShared(ctx context.Context, r *run, req rft.CreateRunRe
 // createClaimed sends the create under the claim. The id is written before
 // the claim goes, so that whoever claims next finds it.
 func (g *Registry) createClaimed(ctx context.Context, r *run, req rft.CreateRunRequest, claim string) (string, error) {
-	created, err := g.API.CreateRun(ctx, req)
+	created, err := g.API.CreateRun(ctx, req, platform.Origin{Identity: r.ident.String(), TeamID: req.TeamID})
 	if err != nil {
 		// Letting the claim go lets the next push, here or elsewhere, try
 		// at once; after an ambiguous failure that may make the duplicate

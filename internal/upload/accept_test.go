@@ -51,7 +51,7 @@ func (c *countingTel) counts() map[string]int {
 // attachOnly is a platform that attaches runs and does nothing else.
 type attachOnly struct{ platform.Runs }
 
-func (attachOnly) AttachRun(context.Context, string) error { return nil }
+func (attachOnly) AttachRun(context.Context, string, platform.Origin) error { return nil }
 
 // testLease is a lease on an attached run, and the telemetry it counts into.
 func testLease(t *testing.T) (runs.Lease, *countingTel) {
