@@ -33,10 +33,12 @@
 // sync never learned of, and the sync (this one, or the next) creates
 // another: an empty orphan, never a run with its data twice. The exporter
 // does the same, since giving up would keep the run off the platform.
-// And a machine crash, as opposed to a killed process, can lose the last
-// metrics offset, which costs only harmless replays: journal writes that
-// record a run id or an object's progress are flushed to disk, the metrics
-// offset is not, since flushing per line would cost more than the posts.
+// And a machine crash, as opposed to a killed process, can lose journal
+// writes not yet on disk; only those whose loss costs nothing but a
+// replay are left unflushed: the metrics offset, a presign (an orphaned
+// URL), a confirm (confirmed again under the same key). The run id and
+// each finished PUT's key are flushed before anything depends on them, so
+// no object is ever uploaded under a second key.
 //
 // # One sync per run directory
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/primeintellect/primeexporter/internal/platform"
@@ -98,10 +99,62 @@ func loadJournal(dir string) (*Journal, error) {
 // save replaces dir's journal atomically; durable also flushes it to disk
 // (see the package doc for which writes are).
 func (j *Journal) save(dir string, durable bool) error {
-	j.UpdatedAt = time.Now().UTC()
-	raw, err := json.MarshalIndent(j, "", "  ")
+	raw, err := j.marshal()
 	if err != nil {
 		return err
 	}
-	return platform.WriteFileAtomic(dir, JournalFile, append(raw, '\n'), durable)
+	return platform.WriteFileAtomic(dir, JournalFile, raw, durable)
+}
+
+func (j *Journal) marshal() ([]byte, error) {
+	j.UpdatedAt = time.Now().UTC()
+	raw, err := json.MarshalIndent(j, "", "  ")
+	return append(raw, '\n'), err
+}
+
+// journalWriter writes a journal that several uploads change at once.
+// Writes, flushes above all, are slow next to the changes, so a change
+// never waits for another's write: it waits only until a write that holds
+// it is on disk (durably, when it asks so). While one write runs, the
+// changes made meanwhile go out together in the next: one flush for many.
+type journalWriter struct {
+	dir string
+	mu  *sync.Mutex // the run's: guards the journal and changed
+	j   *Journal
+
+	changed uint64 // changes made, under mu
+
+	writeMu sync.Mutex // one write at a time; guards the two below
+	written uint64     // changes on disk
+	flushed uint64     // changes flushed to disk
+}
+
+// commit writes the changes made so far, at least, to the journal file.
+// Call it after a change, without holding mu.
+func (w *journalWriter) commit(durable bool) error {
+	w.mu.Lock()
+	w.changed++
+	mine := w.changed
+	w.mu.Unlock()
+
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	if w.written >= mine && (!durable || w.flushed >= mine) {
+		return nil // a later write carried this change
+	}
+	w.mu.Lock()
+	raw, err := w.j.marshal()
+	upTo := w.changed
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := platform.WriteFileAtomic(w.dir, JournalFile, raw, durable); err != nil {
+		return err
+	}
+	w.written = upTo
+	if durable {
+		w.flushed = upTo
+	}
+	return nil
 }

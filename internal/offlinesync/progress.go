@@ -41,6 +41,7 @@ func (b *Bar) Start(runs int, bytes int64) {
 	b.bar = progressbar.NewOptions64(max(bytes, 1),
 		progressbar.OptionSetWriter(b.w),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionShowElapsedTimeOnFinish(),

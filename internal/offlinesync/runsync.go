@@ -23,9 +23,10 @@ type runSync struct {
 	dir  string
 	rec  platform.RunRecord
 
-	mu  sync.Mutex
-	j   *Journal
-	rep *Report
+	mu      sync.Mutex
+	j       *Journal
+	journal *journalWriter
+	rep     *Report
 }
 
 // check refuses a sync that would put the run somewhere other than where
@@ -150,7 +151,7 @@ func (s *runSync) ensureRun(ctx context.Context) error {
 		s.j.RunID, s.rep.Created = run.ID, true
 	}
 	s.j.Endpoint = s.opts.Endpoint
-	return s.j.save(s.dir, true)
+	return s.journal.commit(true)
 }
 
 func attachedID(rec platform.RunRecord) string {
@@ -187,7 +188,7 @@ func (s *runSync) postMetrics(ctx context.Context) error {
 		}
 		s.j.MetricsOffset = line.End
 		// Not flushed: a replayed post is harmless (package doc).
-		if err := s.j.save(s.dir, false); err != nil {
+		if err := s.journal.commit(false); err != nil {
 			return err
 		}
 		s.opts.Progress.Sent(s.dir, "", int64(len(line.Body)))
@@ -271,9 +272,12 @@ func (s *runSync) uploadObject(ctx context.Context, o objectFile) error {
 		return s.opts.Platform.Store(ctx, s.j.RunID, obj, raw, func(p platform.Object) {
 			obj = p
 			s.mu.Lock()
-			defer s.mu.Unlock()
 			entry.progress(p)
-			saveErr = cmp.Or(saveErr, s.j.save(s.dir, true))
+			s.mu.Unlock()
+			// Flushed once the PUT is done, before the confirm: from
+			// then on the key must never be forgotten, or a new key could
+			// land the rows twice. Losing a presign only orphans a URL.
+			saveErr = cmp.Or(saveErr, s.journal.commit(p.Put))
 		})
 	})
 	if err == nil {
@@ -291,7 +295,6 @@ func (s *runSync) uploadObject(ctx context.Context, o objectFile) error {
 // objectDone journals an object as confirmed, or as refused with refusal.
 func (s *runSync) objectDone(o objectFile, entry *ObjectEntry, sent int64, refusal error) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	entry.Bytes = o.Size
 	if refusal != nil {
 		entry.Refused = refusal.Error()
@@ -300,7 +303,10 @@ func (s *runSync) objectDone(o objectFile, entry *ObjectEntry, sent int64, refus
 		s.rep.ObjectsUploaded++
 		s.rep.Bytes += sent
 	}
-	if err := s.j.save(s.dir, true); err != nil {
+	s.mu.Unlock()
+	// Not flushed: with the PUT's key on disk, a forgotten confirm is only
+	// confirmed again, which changes nothing.
+	if err := s.journal.commit(false); err != nil {
 		return err
 	}
 	if refusal == nil {
@@ -343,7 +349,7 @@ func (s *runSync) closeOut(ctx context.Context) error {
 	}
 	s.j.ClosedOut = s.rec.Status
 	s.rep.State = s.rec.Status
-	return s.j.save(s.dir, true)
+	return s.journal.commit(true)
 }
 
 // retry calls a replayable call again while it fails retryably, for up to

@@ -377,3 +377,17 @@ func TestTheJournalRoundTripsAnObjectsProgress(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, json.Valid(raw))
 }
+
+func TestTheBarShowsRunsObjectsAndBytes(t *testing.T) {
+	var out bytes.Buffer
+	b := NewBar(&out)
+	b.Start(2, 4000)
+	b.Run(1, "d")
+	b.Sent("d", "", 1000)
+	b.Sent("d", "step_2_0.parquet", 3000)
+	b.Run(2, "e")
+	b.Finish()
+	for _, want := range []string{"run 2/2 · objects 1", "4.0 kB", "100%", "MB/s"} {
+		assert.Contains(t, out.String(), want)
+	}
+}

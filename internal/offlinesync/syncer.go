@@ -123,6 +123,7 @@ func syncRun(ctx context.Context, opts *Options, dir string) Report {
 		return failed(rep, configError("%s: %w", dir, err))
 	}
 	s := &runSync{opts: opts, dir: dir, rec: rec, j: j, rep: &rep}
+	s.journal = &journalWriter{dir: dir, mu: &s.mu, j: j}
 	if err := s.check(); err != nil {
 		return failed(rep, err)
 	}

@@ -89,3 +89,23 @@ func TestARewrittenObjectIsByteForByteTheOneTheExporterWritesOnline(t *testing.T
 		t.Fatalf("rewritten object of %d bytes differs from the online one of %d", len(got), len(online.Bytes()))
 	}
 }
+
+// BenchmarkRewriteRunID is prime-sync's CPU per object: 100 episodes of
+// ~2 KB, one step's table. Its floor is BenchmarkPqarrowFloor's write.
+func BenchmarkRewriteRunID(b *testing.B) {
+	eps := make([]Episode, 100)
+	for i := range eps {
+		eps[i] = episodeRow()
+		eps[i].Trajectory = strings.Repeat(`{"role":"assistant","content":"x"},`, 60)
+	}
+	var offline bytes.Buffer
+	if err := NewEncoder().Encode(&offline, "offline-0123456789abcdef", 10, 0, eps); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(offline.Len()))
+	for b.Loop() {
+		if _, err := RewriteRunID(offline.Bytes(), "run-42"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
