@@ -114,4 +114,29 @@
 // document without a run gets {"id", "type"}, a member trace without one a
 // copy of the document's. Everything else of the document is kept as
 // written, key order and number spelling included.
+//
+// # Evaluations
+//
+// The evaluations API (evals-api.md) has its own client methods
+// (evals.go), all under /api/v1 even for a client built for
+// /api/internal, since the internal router serves training only, and all
+// with the key as Authorization: Bearer alone. Environments are resolved
+// before the create: by name through the hub's get-or-create
+// (ResolveEnvironment, replayable), by slug through GET …/@latest
+// (LookupEnvironment, replayable), an explicit id as it is; one that
+// cannot be resolved fails the list. CreateEvaluation, AppendSamples and
+// FinalizeEvaluation are NOT replayable (the platform registers an
+// evaluation per create, appends per samples request, and completes once),
+// so they are retried in place only when the request was provably never
+// processed (never sent, or 429); after an ambiguous failure the caller
+// decides, and for samples it counts the batch as uncertain rather than
+// send it twice. UpdateEvaluation (config and summary) and
+// SetEvaluationStatus (FAILED or CANCELLED, a 409 "already closed" being a
+// success) are replayable. Summaries lose their non-finite numbers
+// (FiniteSummary) before they are sent. One samples request carries at
+// most 25 MiB, the envelope {"samples":[]}, each sample's compact JSON and
+// the commas counted; SampleBatches cuts samples by exactly that rule on
+// exactly the bytes AppendSamples sends (each sample compacted, nothing
+// re-escaped), and reports a sample that can never fit instead of
+// splitting or dropping it.
 package rft

@@ -54,6 +54,32 @@
 // batch_too_large (413) are the fake's own codes for envelope errors the
 // spec names none for.
 //
+// # Evaluations and the environments hub
+//
+// The server also plays the evaluations API (evals-api.md), always under
+// /api/v1 whatever the Prefix, with the key as Authorization: Bearer (an
+// x-api-key is not looked at). The hub holds the environments a test
+// registers with AddEnvironment; a resolve by name (POST
+// /environmentshub/resolve) is a get-or-create, a lookup by slug (GET
+// /environmentshub/{owner}/{name}/@latest) answers 404 for one it does not
+// have, and a create (POST /evaluations/, 201; without the trailing slash a
+// 307, as FastAPI redirects) answers 404 for an environment id or pinned
+// version the hub lacks. Every create registers a new evaluation and every
+// samples request appends, duplicates included, so the spec's
+// non-replayable routes show their hazard. PUT /evaluations/{id} takes
+// either the summary update ({"metadata"?, "metrics"?}, metadata replacing
+// the whole document) or the failed/cancelled status ({"status":
+// "FAILED"|"CANCELLED", "error_message"?}); finalize moves RUNNING to
+// COMPLETED once. A closed evaluation refuses every write with 409
+// {"detail": "Cannot … evaluation in '<STATUS>' state."}. Evaluations,
+// Evaluation and Environments inspect the state (samples in append order,
+// every update and finalize in order); AddEvaluation stands for a hosted
+// launch's evaluation. Stricter than the platform is known to be: bodies
+// must be compact, a samples request over 25 MiB is a 413, every sample
+// needs a sample_id, empty metadata or metrics must be left out, a
+// summary number must be finite, an error_message over 4,096 characters is
+// a 400, and a resolve of a slug-shaped name is a 400.
+//
 // # Faults
 //
 // Inject queues scripted faults per route; each matching request consumes

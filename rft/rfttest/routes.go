@@ -21,9 +21,23 @@ const (
 	RouteTraces   Route = "traces"   // POST /api/v1/traces (Prime Traces, prime-traces.md)
 )
 
+// The routes of evals-api.md, always under /api/v1 whatever the Prefix.
+// Routes 5 and 6b share a method and a path, so one Route takes the faults
+// of both.
+const (
+	RouteEnvResolve   Route = "env resolve"   // POST /api/v1/environmentshub/resolve (route 1)
+	RouteEnvLookup    Route = "env lookup"    // GET /api/v1/environmentshub/{owner}/{name}/@latest (route 2)
+	RouteEvalCreate   Route = "eval create"   // POST /api/v1/evaluations/ (route 3)
+	RouteEvalSamples  Route = "eval samples"  // POST /api/v1/evaluations/{id}/samples (route 4)
+	RouteEvalUpdate   Route = "eval update"   // PUT /api/v1/evaluations/{id}: summary (route 5) or failed/cancelled status (route 6b)
+	RouteEvalFinalize Route = "eval finalize" // POST /api/v1/evaluations/{id}/finalize (route 6a)
+)
+
 func (r Route) known() bool {
 	switch r {
 	case RouteCreate, RouteMetrics, RoutePresign, RoutePut, RouteConfirm, RouteFinalize, RouteStatus, RouteTraces:
+		return true
+	case RouteEnvResolve, RouteEnvLookup, RouteEvalCreate, RouteEvalSamples, RouteEvalUpdate, RouteEvalFinalize:
 		return true
 	}
 	return false
@@ -55,6 +69,9 @@ type reply struct {
 func (s *Server) match(r *http.Request) (endpoint, bool) {
 	if r.URL.Path == tracesPath {
 		return endpoint{RouteTraces, s.serveTraces}, r.Method == http.MethodPost
+	}
+	if ep, ok, mine := s.matchEval(r); mine {
+		return ep, ok
 	}
 	if key, ok := strings.CutPrefix(r.URL.Path, storagePath); ok {
 		if r.Method != http.MethodPut || key == "" {

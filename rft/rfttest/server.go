@@ -28,6 +28,9 @@ type Options struct {
 	// Traces: an upload whose X-Prime-Team-ID is one of them is a 403
 	// service_not_enabled. "" stands for uploads without a team.
 	TracesDisabledTeams []string
+	// DiscardObjects keeps no object bytes: storage counts the rows of
+	// each PUT object instead, for ConfirmedRows (see discard.go).
+	DiscardObjects bool
 }
 
 // Server is a running fake platform. All methods are safe for concurrent
@@ -38,6 +41,7 @@ type Server struct {
 	allowedTeams map[string]bool // nil: every team
 	noTraces     map[string]bool // teams without Prime Traces
 	secret       []byte          // signs presigned storage URLs
+	discard      *discardState   // nil unless Options.DiscardObjects; guarded by mu
 
 	ts        *httptest.Server
 	closing   chan struct{} // closed by Close: ends every pending Delay
@@ -59,6 +63,8 @@ type Server struct {
 
 	traceUploads []*traceUpload            // committed, in commit order
 	traceByKey   map[traceKey]*traceUpload // the same batches, by team and digest
+
+	evals evalStore // evaluations and the environments hub (evalstate.go)
 }
 
 // hooks are test-only observation points.
@@ -99,6 +105,9 @@ func newServer(opts Options, h hooks) *Server {
 	for _, team := range opts.TracesDisabledTeams {
 		s.noTraces[team] = true
 	}
+	if opts.DiscardObjects {
+		s.discard = newDiscardState()
+	}
 	// crypto/rand.Read never fails (it crashes the program instead).
 	_, _ = rand.Read(s.secret)
 	s.ts = httptest.NewServer(s.Handler())
@@ -129,7 +138,7 @@ func (s *Server) APIKey() string { return s.apiKey }
 
 // Handler serves the fake platform. NewServer already serves it; use it to
 // mount the fake elsewhere. Presigned URLs always name URL().
-func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+func (s *Server) Handler() http.Handler { return s.discardBodies(http.HandlerFunc(s.serveHTTP)) }
 
 // Close ends every pending Delay, shuts the listener and waits for every
 // in-flight request to finish. The recorded state stays readable.

@@ -24,7 +24,8 @@ func (s *Server) sign(key string) string {
 // servePut handles PUT /storage/<key>?X-Sig=…, the fake's object storage.
 // Like S3 with a presigned URL, it trusts the signature alone: any other
 // credential, a wrong signature or a Content-Type other than the signed one
-// is a 403. A second PUT of a key overwrites the object.
+// is a 403. A second PUT of a key overwrites the object. In discard mode
+// (discard.go) the body is already gone: only its summary arrives.
 func (s *Server) servePut(w http.ResponseWriter, r *http.Request, key string, body []byte) {
 	if r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
 		writeStorageError(w, http.StatusForbidden, "InvalidRequest",
@@ -44,10 +45,26 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, key string, bo
 		return
 	}
 
+	keep, etag := body, ""
+	sum, discarded := summarized(r)
+	if discarded {
+		if sum.err != nil { // discard mode cannot keep what it could not count
+			writeStorageError(w, http.StatusBadRequest, "InvalidArgument", sum.err.Error())
+			return
+		}
+		keep, etag = nil, sum.etag
+	} else {
+		md := md5.Sum(body)
+		etag = hex.EncodeToString(md[:])
+	}
+
 	s.mu.Lock()
 	o, ok := s.objects[key]
 	if ok {
-		o.body = clone(body)
+		o.body = clone(keep)
+		if discarded {
+			s.discard.rows[key] = sum.rows
+		}
 		if !o.put {
 			o.put = true
 			if run := s.runs[o.runID]; run != nil {
@@ -60,8 +77,7 @@ func (s *Server) servePut(w http.ResponseWriter, r *http.Request, key string, bo
 		writeStorageError(w, http.StatusNotFound, "NoSuchKey", "The key does not exist")
 		return
 	}
-	sum := md5.Sum(body)
-	w.Header().Set("ETag", fmt.Sprintf("%q", hex.EncodeToString(sum[:])))
+	w.Header().Set("ETag", fmt.Sprintf("%q", etag))
 	w.WriteHeader(http.StatusOK)
 }
 

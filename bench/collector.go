@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// sendingQueue is the one queue every exporter under test gets (issue 11):
+// in memory, bytes sizer, 256 MiB, 4 consumers, batches of 1–8 MiB or
+// 200 ms. block_on_overflow makes a full queue push back on the senders
+// rather than refuse their requests.
+const sendingQueue = `
+    sending_queue:
+      enabled: true
+      sizer: bytes
+      queue_size: 268435456
+      num_consumers: 4
+      block_on_overflow: true
+      batch:
+        sizer: bytes
+        min_size: 1048576
+        max_size: 8388608
+        flush_timeout: 200ms`
+
+// collectorConfig is one measured collector: the otlp gRPC receiver, one
+// exporter, the collector's own metrics in Prometheus form (debug's
+// completion is read there) and, when profiling, the pprof extension.
+type collectorConfig struct {
+	grpcAddr, metricsHost string
+	metricsPort           int
+	exporterID            string
+	exporterYAML          string
+	pprofAddr             string // "": no pprof extension
+}
+
+func (c collectorConfig) render() string {
+	var b strings.Builder
+	if c.pprofAddr != "" {
+		fmt.Fprintf(&b, "extensions:\n  pprof:\n    endpoint: %s\n", c.pprofAddr)
+	}
+	fmt.Fprintf(&b, `receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: %s
+exporters:
+  %s:%s%s
+service:
+`, c.grpcAddr, c.exporterID, c.exporterYAML, sendingQueue)
+	if c.pprofAddr != "" {
+		b.WriteString("  extensions: [pprof]\n")
+	}
+	fmt.Fprintf(&b, `  pipelines:
+    logs:
+      receivers: [otlp]
+      exporters: [%s]
+  telemetry:
+    metrics:
+      level: normal
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: %s
+                port: %d
+                without_units: true
+                without_type_suffix: true
+                without_scope_info: true
+`, c.exporterID, c.metricsHost, c.metricsPort)
+	return b.String()
+}
+
+// collector is a running collector process.
+type collector struct {
+	cmd  *exec.Cmd
+	log  string // its stdout and stderr
+	done chan struct{}
+	err  error // how it ended, once done is closed
+}
+
+// startCollector writes the config under dir as name.yaml and starts bin on
+// it, its output to name.log. It returns once the process serves its
+// telemetry and the receiver accepts connections.
+func startCollector(ctx context.Context, bin, dir, name string, cfg collectorConfig) (*collector, error) {
+	cfgPath := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg.render()), 0o600); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, name+".log")
+	out, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close() // the child holds its own descriptor
+	c := &collector{cmd: exec.Command(bin, "--config", cfgPath), log: logPath, done: make(chan struct{})}
+	c.cmd.Stdout, c.cmd.Stderr = out, out
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { c.err = c.cmd.Wait(); close(c.done) }()
+	if err := c.waitReady(ctx, cfg, 60*time.Second); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("%w\n%s", err, c.tail(20))
+	}
+	return c, nil
+}
+
+func (c *collector) pid() int { return c.cmd.Process.Pid }
+
+// exited is non-nil once the process has ended.
+func (c *collector) exited() error {
+	select {
+	case <-c.done:
+		return fmt.Errorf("the collector exited: %v", c.err)
+	default:
+		return nil
+	}
+}
+
+func (c *collector) waitReady(ctx context.Context, cfg collectorConfig, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tel := newTelemetry(net.JoinHostPort(cfg.metricsHost, fmt.Sprint(cfg.metricsPort)))
+	for {
+		if err := c.exited(); err != nil {
+			return err
+		}
+		_, telErr := tel.scrape(ctx)
+		conn, dialErr := net.DialTimeout("tcp", cfg.grpcAddr, time.Second)
+		if dialErr == nil {
+			conn.Close()
+		}
+		if telErr == nil && dialErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the collector did not become ready: %w", errors.Join(telErr, dialErr))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stop asks the collector to shut down, and kills it if it has not within
+// 15 s (a measurement is over by then; its shutdown is not measured).
+func (c *collector) stop() {
+	if c.exited() != nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// tail is the last n lines of the collector's output, for error messages.
+func (c *collector) tail(n int) string {
+	raw, err := os.ReadFile(c.log)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// freeAddr is a loopback address with a port free right now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}

@@ -1,0 +1,37 @@
+// Command primebench is the project's end-to-end benchmark (issue 11, run
+// by scripts/bench.sh, not part of CI): how many prime.episode records a
+// collector with the prime exporter moves per second and per CPU second,
+// next to the same collector with the debug exporter (the pipeline's floor)
+// and with the otlphttp exporter (a stock exporter that also encodes,
+// compresses and posts its data).
+//
+// Design decisions:
+//
+//   - One collector binary (bench/builder-config.yaml) and one config shape
+//     for all three: the otlp gRPC receiver and the same in-memory
+//     sending_queue (bytes sizer, 256 MiB, 4 consumers, batches of 1–8 MiB
+//     or 200 ms); only the exporter differs. The queue blocks on overflow,
+//     so a full queue slows the senders down, as it would a trainer, instead
+//     of making them retry.
+//   - The load is built before the clock starts, down to its protobuf bytes,
+//     and is sent over OTLP gRPC with a pass-through codec: the load
+//     generator shares the machine's cores with the collector, so it does no
+//     encoding while the clock runs. The bytes are the same for every
+//     configuration and rep; each collector process creates its runs anew,
+//     so no episode is ever a replay.
+//   - The clock stops where the data lands. prime: rows the fake platform
+//     (rft/rfttest in discard mode: it counts Parquet rows and keeps no
+//     bytes) has confirmed; otlphttp: records the counting sink has decoded;
+//     debug, which lands nowhere: the collector's own
+//     otelcol_exporter_sent_log_records, scraped from its Prometheus
+//     endpoint.
+//   - CPU is the collector's alone (utime + stime from /proc over the
+//     measured window), peak RSS its VmHWM. The platform, the sink and the
+//     senders run in this process on the same cores, so throughput, not
+//     CPU, carries their noise.
+//   - Reps are interleaved (rep 1: prime, debug, otlphttp; rep 2: …) so
+//     drift on a shared machine hits every configuration alike; each figure
+//     is the median over reps.
+//   - A CPU profile of prime (-profile-dir) comes from an extra run with the
+//     pprof extension, kept out of the measured reps.
+package main

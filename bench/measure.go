@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// result is one measured run of one configuration.
+type result struct {
+	config   string
+	wall     time.Duration // first send → last episode landed
+	cpu      time.Duration // the collector's, over the same window
+	peakRSS  int64         // the collector's VmHWM at the end, bytes
+	retries  int64         // requests the receiver refused and the senders sent again
+	episodes int64         // landed, as the target counts them
+}
+
+// runOptions are what every measured run shares.
+type runOptions struct {
+	collector string        // the bench collector binary
+	workDir   string        // configs and collector logs
+	senders   int           // concurrent OTLP clients
+	timeout   time.Duration // bound on one run, from first send to last landing
+}
+
+// measure runs one configuration on one load: a fresh collector and target,
+// the clock from the first request sent to the last episode landed. With
+// profile set, it also writes a CPU profile of the collector over about
+// profileFor into that file.
+func measure(ctx context.Context, o runOptions, l *load, config string, rep int, profile string, profileFor time.Duration) (result, error) {
+	grpcAddr, err := freeAddr()
+	if err != nil {
+		return result{}, err
+	}
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return result{}, err
+	}
+	metricsHost, port, _ := net.SplitHostPort(metricsAddr)
+	metricsPort, _ := strconv.Atoi(port)
+	tel := newTelemetry(metricsAddr)
+
+	tgt, err := newTarget(config, tel)
+	if err != nil {
+		return result{}, err
+	}
+	defer tgt.close()
+	id, yaml := tgt.exporter()
+	cfg := collectorConfig{grpcAddr: grpcAddr, metricsHost: metricsHost, metricsPort: metricsPort, exporterID: id, exporterYAML: yaml}
+	if profile != "" {
+		if cfg.pprofAddr, err = freeAddr(); err != nil {
+			return result{}, err
+		}
+	}
+	name := fmt.Sprintf("%s-%s-rep%d", l.spec.name, config, rep)
+	if profile != "" {
+		name = fmt.Sprintf("%s-%s-profile", l.spec.name, config)
+	}
+	c, err := startCollector(ctx, o.collector, o.workDir, name, cfg)
+	if err != nil {
+		return result{}, fmt.Errorf("%s: %w", name, err)
+	}
+	defer c.stop()
+
+	var profiled <-chan error
+	cpu0, err := cpuTime(c.pid())
+	if err != nil {
+		return result{}, err
+	}
+	start := time.Now()
+	if profile != "" {
+		profiled = fetchProfile(ctx, cfg.pprofAddr, profileFor, profile)
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	retries, err := sendAll(runCtx, grpcAddr, l, o.senders)
+	if err != nil {
+		return result{}, fmt.Errorf("%s: sending: %w\n%s", name, err, c.tail(20))
+	}
+	landed, err := waitLanded(runCtx, tgt, c, int64(l.spec.episodes))
+	wall := time.Since(start)
+	if err != nil {
+		return result{}, fmt.Errorf("%s: %d of %d episodes landed: %w\n%s", name, landed, l.spec.episodes, err, diagnose(ctx, tel, c))
+	}
+	cpu1, err := cpuTime(c.pid())
+	if err != nil {
+		return result{}, err
+	}
+	hwm, err := peakRSS(c.pid())
+	if err != nil {
+		return result{}, err
+	}
+	if problems := anomalies(ctx, tel, landed, int64(l.spec.episodes)); problems != "" {
+		progress("%s: %s", name, problems)
+	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return result{}, fmt.Errorf("%s: profile: %w", name, err)
+		}
+	}
+	return result{config: config, wall: wall, cpu: cpu1 - cpu0, peakRSS: hwm, retries: retries, episodes: landed}, nil
+}
+
+// waitLanded polls the target until want episodes have landed. Polling
+// every 10 ms bounds the clock's error well below the runs' seconds.
+func waitLanded(ctx context.Context, tgt target, c *collector, want int64) (int64, error) {
+	var got int64
+	for {
+		n, err := tgt.delivered(ctx)
+		if err == nil {
+			got = n
+		}
+		if got >= want {
+			return got, nil
+		}
+		if err := c.exited(); err != nil {
+			return got, err
+		}
+		select {
+		case <-ctx.Done():
+			return got, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// diagnose lists the collector's counters that explain missing episodes:
+// what its exporters failed to send and what prime rejected or skipped.
+func diagnose(ctx context.Context, tel telemetry, c *collector) string {
+	ss, err := tel.scrape(ctx)
+	if err != nil {
+		return fmt.Sprintf("(no telemetry: %v)\n%s", err, c.tail(20))
+	}
+	out := ""
+	for _, s := range ss {
+		switch s.name {
+		case "otelcol_exporter_sent_log_records", "otelcol_exporter_send_failed_log_records",
+			"otelcol_exporter_prime_records_rejected", "otelcol_exporter_prime_records_skipped",
+			"otelcol_receiver_accepted_log_records", "otelcol_receiver_refused_log_records":
+			out += fmt.Sprintf("  %s{%s} %g\n", s.name, s.labels, s.value)
+		}
+	}
+	return out + c.tail(20)
+}
+
+// anomalies names what would make a run's figures wrong though it ended:
+// episodes landed twice, or counted as failed, rejected or skipped.
+func anomalies(ctx context.Context, tel telemetry, landed, sent int64) string {
+	var out []string
+	if landed != sent {
+		out = append(out, fmt.Sprintf("%d episodes landed for %d sent", landed, sent))
+	}
+	ss, err := tel.scrape(ctx)
+	if err != nil {
+		return strings.Join(append(out, fmt.Sprintf("no telemetry: %v", err)), "; ")
+	}
+	for _, name := range []string{"otelcol_exporter_send_failed_log_records", "otelcol_exporter_prime_records_rejected",
+		"otelcol_exporter_prime_records_skipped", "otelcol_receiver_refused_log_records"} {
+		if v := sum(ss, name, ""); v != 0 {
+			out = append(out, fmt.Sprintf("%s = %g", name, v))
+		}
+	}
+	return strings.Join(out, "; ")
+}

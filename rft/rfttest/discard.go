@@ -1,0 +1,108 @@
+package rfttest
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// Discard mode (Options.DiscardObjects) is for benchmarks, which push
+// gigabytes of sample objects through the fake: keeping them, in the object
+// and in the request log, would make the fake the largest process of the
+// measurement. Storage then keeps of each PUT only its row count, read from
+// the Parquet footer with parquet-go rather than the arrow-go that writes
+// the objects, so the count is an independent reading of what was sent.
+// The request log records such a PUT with an empty body, and Run.Objects
+// have no Body; everything else (signatures, faults, confirm rules) is as
+// in the normal mode.
+
+// discardState is what discard mode keeps instead of object bytes; guarded
+// by Server.mu.
+type discardState struct {
+	rows map[string]int64 // by key, of every object PUT in discard mode
+}
+
+func newDiscardState() *discardState {
+	return &discardState{rows: make(map[string]int64)}
+}
+
+// putSummary is what a discarded PUT body leaves behind: its row count (or
+// why it has none) and its ETag.
+type putSummary struct {
+	rows int64
+	err  error // the body is not a Parquet file with a readable footer
+	etag string
+}
+
+type putSummaryKey struct{}
+
+// summarized returns the summary discardBodies put in r's context.
+func summarized(r *http.Request) (putSummary, bool) {
+	sum, ok := r.Context().Value(putSummaryKey{}).(putSummary)
+	return sum, ok
+}
+
+// discardBodies wraps the fake's handler in discard mode: a storage PUT
+// reaches it with an empty body and the body's summary in its context, so
+// that neither the request log nor the object holds the bytes.
+func (s *Server) discardBodies(next http.Handler) http.Handler {
+	if s.discard == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut || !strings.HasPrefix(r.URL.Path, storagePath) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil || len(body) > maxBody {
+			// The ordinary path refuses it, with the body it would have read.
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+			next.ServeHTTP(w, r)
+			return
+		}
+		sum := md5.Sum(body)
+		rows, err := parquetRows(body)
+		ctx := context.WithValue(r.Context(), putSummaryKey{}, putSummary{rows: rows, err: err, etag: hex.EncodeToString(sum[:])})
+		r = r.WithContext(ctx)
+		r.Body, r.ContentLength = http.NoBody, 0
+		next.ServeHTTP(w, r)
+	})
+}
+
+// parquetRows reads the row count from a Parquet file's footer; the pages
+// are not decoded.
+func parquetRows(body []byte) (int64, error) {
+	f, err := parquet.OpenFile(bytes.NewReader(body), int64(len(body)),
+		parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return 0, fmt.Errorf("not a readable Parquet file: %w", err)
+	}
+	return f.NumRows(), nil
+}
+
+// ConfirmedRows is the number of rows in the confirmed objects of every
+// run, counted from their footers when they were PUT. It counts only
+// objects PUT in discard mode (Options.DiscardObjects); otherwise the
+// objects themselves are in Run.Objects.
+func (s *Server) ConfirmedRows() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.discard == nil {
+		return 0
+	}
+	var n int64
+	for key, rows := range s.discard.rows {
+		if o := s.objects[key]; o != nil && o.confirmed {
+			n += rows
+		}
+	}
+	return n
+}
