@@ -36,7 +36,7 @@ type Encoder struct {
 
 // NewEncoder returns an Encoder with the table's schema and writer settings.
 func NewEncoder() *Encoder {
-	return newEncoder(memory.NewGoAllocator())
+	return newEncoder(newBufferPool())
 }
 
 // newEncoder takes the builders' allocator, so tests can check that every
@@ -46,7 +46,7 @@ func newEncoder(mem memory.Allocator) *Encoder {
 	return &Encoder{
 		schema: schema,
 		rb:     array.NewRecordBuilder(mem, schema),
-		props:  writerProperties(),
+		props:  writerProperties(mem),
 		aprops: arrowWriterProperties(),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,11 +131,25 @@ func TestTheObjectHasTheViewersSchemaSnappyAndTheArrowSchema(t *testing.T) {
 	}
 	for _, cc := range rgs[0].Columns {
 		md := cc.MetaData
+		col := md.PathInSchema[0]
 		if md.Codec != format.Snappy {
-			t.Errorf("column %v is %v, want SNAPPY", md.PathInSchema, md.Codec)
+			t.Errorf("column %v is %v, want SNAPPY", col, md.Codec)
 		}
-		if st := md.Statistics; len(st.MinValue) == 0 || len(st.MaxValue) == 0 {
-			t.Errorf("column %v has no min/max statistics: %+v", md.PathInSchema, st)
+		dict := slices.Contains(md.Encoding, format.RLEDictionary)
+		st := md.Statistics
+		hasStats := len(st.MinValue) > 0 && len(st.MaxValue) > 0
+		if slices.Contains(freeText, col) {
+			// Free text: PLAIN, no statistics (writerProperties).
+			if dict || hasStats {
+				t.Errorf("free-text column %s has dictionary %v, statistics %v; want neither", col, dict, hasStats)
+			}
+			continue
+		}
+		if !hasStats {
+			t.Errorf("column %s has no min/max statistics: %+v", col, st)
+		}
+		if md.Type == format.ByteArray && !dict {
+			t.Errorf("short text column %s is not dictionary-encoded: %v", col, md.Encoding)
 		}
 	}
 	if _, ok := f.Lookup("ARROW:schema"); !ok {

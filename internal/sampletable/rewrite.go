@@ -63,7 +63,7 @@ func RewriteRunID(src []byte, runID string) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(src) + int(tbl.NumRows())*len(runID))
 	// One row group, as the encoder writes it.
-	if err := pqarrow.WriteTable(out, &buf, max(tbl.NumRows(), 1), writerProperties(), arrowWriterProperties()); err != nil {
+	if err := pqarrow.WriteTable(out, &buf, max(tbl.NumRows(), 1), writerProperties(mem), arrowWriterProperties()); err != nil {
 		return nil, fmt.Errorf("sampletable: writing the object: %w", err)
 	}
 	return buf.Bytes(), nil
