@@ -25,7 +25,6 @@ func (f fastSnappy) NewWriterLevel(w io.Writer, _ int) (io.WriteCloser, error) {
 	return f.NewWriter(w), nil
 }
 
-
 // arrow-go keeps its codecs in a process-wide registry that is only safe
 // to change before any goroutine reads it: at init.
 func init() {

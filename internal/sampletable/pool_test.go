@@ -35,7 +35,7 @@ func TestReallocateKeepsTheBytesAndZeroesTheGrowth(t *testing.T) {
 	for i := range b {
 		b[i] = byte(i)
 	}
-	b = p.Reallocate(50, b) // shrink within the buffer
+	b = p.Reallocate(50, b)  // shrink within the buffer
 	b = p.Reallocate(120, b) // grow within the class
 	for i := range 50 {
 		if b[i] != byte(i) {
