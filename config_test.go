@@ -43,9 +43,11 @@ func TestAnEmptyConfigGivesExactlyTheDefaults(t *testing.T) {
 	assert.Equal(t, int64(10), cfg.Samples.StepInterval)
 	assert.Equal(t, "step", cfg.Metrics.StepMetric)
 	assert.Equal(t, 10*time.Second, cfg.FinalizeGrace)
-	assert.Equal(t, int64(64<<20), cfg.Samples.MaxEpisodeBytes)
-	assert.Equal(t, int64(128<<20), cfg.Samples.MaxObjectBytes)
+	assert.Equal(t, int64(32<<20), cfg.Samples.MaxEpisodeBytes)
+	assert.Equal(t, int64(32<<20), cfg.Samples.MaxObjectBytes)
+	assert.Equal(t, 4, cfg.QueueConfig.Get().NumConsumers, "consumers × batch max_size bound what is in flight")
 	batch := cfg.QueueConfig.Get().Batch
+	assert.Equal(t, int64(16<<20), batch.Get().MaxSize)
 	assert.True(t, batch.HasValue(), "the queue batches by default")
 	assert.Less(t, batch.Get().FlushTimeout, cfg.FinalizeGrace, "data batched when a run ends is still accepted")
 	assert.Equal(t, time.Duration(0), cfg.IdleTimeout)

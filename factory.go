@@ -55,8 +55,11 @@ func createDefaultConfig() component.Config {
 		Directory:    "prime-runs",
 		Samples: SamplesConfig{
 			StepInterval:    10,
-			MaxEpisodeBytes: 64 << 20,
-			MaxObjectBytes:  128 << 20,
+			MaxEpisodeBytes: 32 << 20,
+			// An object being encoded holds about three times its text
+			// (rows, Arrow columns, pages): with one encode per core this
+			// bounds encoding to ~100 MiB a core.
+			MaxObjectBytes: 32 << 20,
 		},
 		Metrics: MetricsConfig{StepMetric: "step"},
 		// Off until asked for; when on, documents go where the platform's
@@ -73,18 +76,24 @@ func createDefaultConfig() component.Config {
 
 // defaultQueueConfig batches inside the collector's queue: a step's episodes
 // arrive spread over many small OTLP requests, and one object per request
-// would litter the step with tiny objects. A batch closes at 16 MiB or after
+// would litter the step with tiny objects. A batch closes at 4 MiB or after
 // 5 s, whichever comes first, so a step's episodes make a few objects and
 // reach the viewer within seconds; nothing is acknowledged to the queue
 // before it is uploaded. The flush timeout stays below finalize_grace so
 // that data batched when a run ends is still accepted.
+//
+// What is in flight is bounded by consumers × max_size: each consumer
+// holds one batch (in memory about twice its OTLP size) while it is mapped,
+// encoded and uploaded. Four consumers of 16 MiB batches keep a core or two
+// encoding while others wait on uploads, within ~150 MiB.
 func defaultQueueConfig() exporterhelper.QueueBatchConfig {
 	q := exporterhelper.NewDefaultQueueConfig()
+	q.NumConsumers = 4
 	batch := exporterhelper.NewDefaultBatchConfig()
 	batch.FlushTimeout = 5 * time.Second
 	batch.Sizer = exporterhelper.RequestSizerTypeBytes
-	batch.MinSize = 16 << 20
-	batch.MaxSize = 64 << 20
+	batch.MinSize = 4 << 20
+	batch.MaxSize = 16 << 20
 	q.Batch = configoptional.Some(batch)
 	return q
 }

@@ -2,9 +2,11 @@ package upload
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +26,10 @@ type Config struct {
 	StepInterval    int64
 	MaxEpisodeBytes int64
 	MaxObjectBytes  int64
+	// Encoders bounds the objects encoded at once (0: GOMAXPROCS).
+	// Encoding is CPU-bound, so more at once only holds more memory: each
+	// holds its object's rows, Arrow columns and pages.
+	Encoders int
 	// Traces receives native episode documents when Prime Traces is on;
 	// nil when it is off.
 	Traces platform.Traces
@@ -49,13 +55,17 @@ type Uploader struct {
 	tel  Telemetry
 	warn *logonce.Logger
 
-	encoders sync.Pool // *sampletable.Encoder; not safe for concurrent use
+	encoders sync.Pool     // *sampletable.Encoder; not safe for concurrent use
+	slots    chan struct{} // one per object being encoded
+	bodies   sync.Pool     // *bytes.Buffer of an object's bytes, kept until the sink has them
 }
 
 // New returns an uploader that stores objects in sink.
 func New(cfg Config, sink platform.Objects, tel Telemetry, warn *logonce.Logger) *Uploader {
 	return &Uploader{cfg: cfg, sink: sink, tel: tel, warn: warn,
-		encoders: sync.Pool{New: func() any { return sampletable.NewEncoder() }}}
+		encoders: sync.Pool{New: func() any { return sampletable.NewEncoder() }},
+		slots:    make(chan struct{}, cmp.Or(cfg.Encoders, runtime.GOMAXPROCS(0))),
+		bodies:   sync.Pool{New: func() any { return new(bytes.Buffer) }}}
 }
 
 // Loc is where a record sits in its resource's scope logs, so a failed
@@ -297,10 +307,12 @@ func splitBySize(eps []episode, max int64) [][]episode {
 func (u *Uploader) uploadObject(ctx context.Context, l runs.Lease, step int64, part []episode) error {
 	fp := objectFingerprint(step, part)
 	obj := l.Object(ctx, fp, step)
-	body, err := u.encode(l.ID(), step, obj.Range, part)
-	if err != nil {
+	buf := u.bodies.Get().(*bytes.Buffer)
+	defer u.bodies.Put(buf)
+	if err := u.encode(ctx, buf, l.ID(), step, obj.Range, part); err != nil {
 		return err
 	}
+	body := buf.Bytes()
 	save := func(o platform.Object) { l.SaveObject(ctx, fp, o) }
 	if err := u.sink.Store(ctx, l.ID(), obj, body, save); err != nil {
 		return err
@@ -314,7 +326,14 @@ func (u *Uploader) uploadObject(ctx context.Context, l runs.Lease, step int64, p
 	return nil
 }
 
-func (u *Uploader) encode(runID string, step, rangeIdx int64, part []episode) ([]byte, error) {
+// encode writes the object into buf once an encoding slot is free.
+func (u *Uploader) encode(ctx context.Context, buf *bytes.Buffer, runID string, step, rangeIdx int64, part []episode) error {
+	select {
+	case u.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-u.slots }()
 	eps := make([]sampletable.Episode, len(part))
 	size := 0
 	for i, e := range part {
@@ -323,10 +342,7 @@ func (u *Uploader) encode(runID string, step, rangeIdx int64, part []episode) ([
 	}
 	enc := u.encoders.Get().(*sampletable.Encoder)
 	defer u.encoders.Put(enc)
-	var buf bytes.Buffer
+	buf.Reset()
 	buf.Grow(size/2 + 4096)
-	if err := enc.Encode(&buf, runID, step, rangeIdx, eps); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return enc.Encode(buf, runID, step, rangeIdx, eps)
 }
