@@ -85,6 +85,7 @@ type Config struct {
 	Directory string `mapstructure:"directory"`
 
 	Run     RunConfig     `mapstructure:"run"`
+	Eval    EvalConfig    `mapstructure:"eval"`
 	Samples SamplesConfig `mapstructure:"samples"`
 	Metrics MetricsConfig `mapstructure:"metrics"`
 	Traces  TracesConfig  `mapstructure:"traces"`
@@ -134,6 +135,14 @@ func (sc *SharedRegistryConfig) validate() error {
 		errs = append(errs, fmt.Errorf("shared_registry::redis::db must not be negative, got %d", sc.Redis.DB))
 	}
 	return errors.Join(errs...)
+}
+
+// EvalConfig is for evaluation runs (prime.run.kind=eval).
+type EvalConfig struct {
+	// ID attaches every evaluation to this existing one: a hosted
+	// evaluation's sidecar sets it to ${env:EVALUATION_ID}. The run.id and
+	// run.key keys are the training run's and do not apply to evaluations.
+	ID string `mapstructure:"id"`
 }
 
 // RunConfig gives the identity and spec of resources that carry none of

@@ -50,6 +50,7 @@ type primeExporter struct {
 type backend struct {
 	reg       *runs.Registry
 	uploader  *upload.Uploader
+	evals     platform.Evals
 	warn      *logonce.Logger
 	closeIdle func()
 }
@@ -103,7 +104,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	}
 	warn := logonce.New(e.logger, 0)
 	rc := runs.Config{
-		Defaults: e.cfg.Run, TeamID: e.cfg.TeamID,
+		Defaults: e.cfg.Run, TeamID: e.cfg.TeamID, EvalID: e.cfg.Eval.ID,
 		FinalizeGrace: e.cfg.FinalizeGrace, FinalizeTimeout: e.cfg.FinalizeTimeout, IdleTimeout: e.cfg.IdleTimeout,
 		RetryEnabled: e.cfg.RetryConfig.Enabled, RetryMaxElapsed: e.cfg.RetryConfig.MaxElapsedTime,
 		Persistent: e.cfg.Storage != nil || e.cfg.SharedRegistry.HasValue(),
@@ -122,17 +123,18 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 			return err
 		}
 		e.logger.Info("Prime exporter is offline: runs are written to a local directory", zap.String("directory", e.cfg.Directory))
-		deps.API, sink = off, off
+		deps.API, deps.Evals, sink = off, off, off
 		if e.cfg.Traces.Enabled {
 			traces = off
 		}
 		rc.Where = func(id string) zap.Field { return zap.String("directory", platform.RunDirectory(e.cfg.Directory, id)) }
+		rc.WhereEval = rc.Where
 	default:
 		online, err := e.onlineBackend(ctx, host)
 		if err != nil {
 			return err
 		}
-		deps.API, sink, deps.Refused, b.closeIdle = online, online, online.Refused, online.CloseIdleConnections
+		deps.API, deps.Evals, sink, deps.Refused, b.closeIdle = online, online, online, online.Refused, online.CloseIdleConnections
 		if e.cfg.Traces.Enabled {
 			t, err := e.onlineTraces()
 			if err != nil {
@@ -142,6 +144,9 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		}
 		rc.RequireTeam = true
 		rc.Where = func(id string) zap.Field { return zap.String("dashboard", dashboardURL(e.cfg.FrontendURL, id)) }
+		rc.WhereEval = func(id string) zap.Field {
+			return zap.String("dashboard", rft.Evaluation{ID: id}.DashboardURL(e.cfg.FrontendURL))
+		}
 	}
 	if q := e.cfg.QueueConfig.Get(); q != nil && q.Batch.HasValue() && e.cfg.FinalizeGrace < q.Batch.Get().FlushTimeout {
 		e.logger.Warn("finalize_grace is shorter than sending_queue::batch::flush_timeout: data still batching when a run ends may arrive after it is closed and be refused",
@@ -152,7 +157,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	deps.Store = store
-	b.reg = runs.New(rc, deps, e.opts.runs...)
+	b.reg, b.evals = runs.New(rc, deps, e.opts.runs...), deps.Evals
 	if err := b.reg.Restore(ctx); err != nil {
 		return errors.Join(fmt.Errorf("storage: restoring runs: %w", err), store.Close(ctx))
 	}

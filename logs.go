@@ -73,6 +73,9 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rl plo
 		return err
 	}
 	defer l.Release()
+	if l.IsEval() {
+		return e.pushEvalLogs(ctx, b, l, rl, retry)
+	}
 
 	ev := e.sortEvents(b, l, rl)
 	var errs []error

@@ -44,6 +44,10 @@ func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm 
 		return err
 	}
 	defer l.Release()
+	if l.IsEval() {
+		e.pushEvalMetrics(b, l, rm, opts)
+		return nil
+	}
 	entries, rejected, coerced := stepmetrics.FromResource(rm, opts)
 	e.rejectPoints(b, l, runs.SignalMetrics, rejected)
 	e.coercePoints(runs.SignalMetrics, coerced)

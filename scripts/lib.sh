@@ -7,6 +7,7 @@ BUILD="$ROOT/_build"
 OCB_VERSION=v0.165.0
 OTELCOL="$BUILD/otelcol-prime/otelcol-prime"
 DEMOTRAINER="$BUILD/demotrainer"
+EVALRUNNER="$BUILD/evalrunner"
 PRIMESYNC="$BUILD/prime-sync"
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -34,6 +35,12 @@ build_demotrainer() {
   mkdir -p "$BUILD"
   log "building the demo trainer"
   (cd "$ROOT/cmd/demotrainer" && go build -o "$DEMOTRAINER" .)
+}
+
+build_evalrunner() {
+  mkdir -p "$BUILD"
+  log "building the eval runner"
+  (cd "$ROOT/cmd/evalrunner" && go build -o "$EVALRUNNER" .)
 }
 
 build_sync() {

@@ -14,10 +14,14 @@ go test -race -count=1 ./...
 log "go vet + go test -race (demo trainer)"
 (cd cmd/demotrainer && go vet ./... && go test -race -count=1 ./...)
 
+log "go vet + go test -race (eval runner)"
+(cd cmd/evalrunner && go vet ./... && go test -race -count=1 ./...)
+
 build_collector
 build_demotrainer
+build_evalrunner
 build_sync
 build_agent
 
 log "end-to-end tests (built collector + demo trainer + fake platform)"
-(cd e2e && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_DEMOTRAINER="$DEMOTRAINER" PRIME_AGENT="$AGENT" PRIME_SYNC="$PRIMESYNC" go test -race -count=1 -v ./... 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)')
+(cd e2e && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_DEMOTRAINER="$DEMOTRAINER" PRIME_EVALRUNNER="$EVALRUNNER" PRIME_AGENT="$AGENT" PRIME_SYNC="$PRIMESYNC" go test -race -count=1 -v ./... 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)')

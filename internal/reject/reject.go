@@ -33,6 +33,10 @@ const (
 	BadWorkType Reason = "bad_work_type"
 	// BadBody: a prime.episode body is neither a map nor text, or looks like JSON but does not parse.
 	BadBody Reason = "bad_body"
+	// NoSampleID: an evaluation's prime.episode body that is not a native
+	// document has no sample_id, which a sample passed through as it is
+	// must carry.
+	NoSampleID Reason = "no_sample_id"
 )
 
 // Rejections of the exporter itself: the data fit, but there is no run to
@@ -58,6 +62,11 @@ const (
 	// good (400, 401, 403 other than an account without Prime Traces, 409),
 	// or refused the account after it had committed documents of the run.
 	TracesRejected Reason = "traces_rejected"
+	// SamplesUncertain: an evaluation's samples whose append lost its
+	// answer (a 502/503/504, a timeout): the platform may have stored them
+	// or not, and the append is not replayable, so they are not sent
+	// again.
+	SamplesUncertain Reason = "eval_samples_uncertain"
 )
 
 // Skips: left out on purpose or because they are delivered already; not

@@ -173,6 +173,9 @@ func (g *Registry) sendEndUntilDone(ctx context.Context, r *run, id string, end 
 // failed. An attached run belongs to its launcher, which marks its
 // failures.
 func (g *Registry) sendEnd(ctx context.Context, r *run, id string, end End) error {
+	if r.ident.eval {
+		return g.sendEvalEnd(ctx, r, id, end)
+	}
 	if end.Status == StatusCompleted {
 		return platform.Complete(ctx, g.API, id, 0, func(err error) {
 			g.Logger.Warn("Finalize refused; marking the run completed through the status route", zap.String("run_id", id), zap.Error(err))

@@ -116,7 +116,7 @@ func FuzzResourceToRun(f *testing.F) {
 
 func checkIdentity(t *testing.T, res pcommon.Resource, d Defaults) {
 	t.Helper()
-	id, err := resolveIdentity(res, d)
+	id, err := resolveIdentity(res, d, "")
 	if err != nil {
 		checkNamesAnAttribute(t, err, res.Attributes(), AttrRunID, AttrRunKey, AttrServiceInstance)
 		return

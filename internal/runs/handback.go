@@ -41,7 +41,7 @@ func (g *Registry) MarkHandedBack(res pcommon.Resource, appended []pcommon.Resou
 	if len(appended) == 0 || !g.cfg.RetryEnabled {
 		return
 	}
-	ident, err := resolveIdentity(res, g.cfg.Defaults)
+	ident, err := resolveIdentity(res, g.cfg.Defaults, g.cfg.EvalID)
 	if err != nil {
 		return
 	}

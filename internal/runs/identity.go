@@ -3,6 +3,7 @@ package runs
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
@@ -26,25 +27,63 @@ type identity struct {
 	source string // the attribute or config key the value came from
 	value  string
 	attach bool // an existing platform run: no create request
+	eval   bool // an evaluation (prime.run.kind=eval), not a training run
 }
+
+// evalKeyPrefix starts the key of an evaluation: an evaluation and a
+// training run of the same key are two runs.
+const evalKeyPrefix = "eval\x00"
 
 // key places identities that mean the same run on one entry: a
 // prime.run.key and a config run.key of the same value are one run.
 func (id identity) key() string {
+	var k string
 	switch {
 	case id.attach:
-		return "id\x00" + id.value
+		k = "id\x00" + id.value
 	case id.source == AttrServiceInstance:
-		return "instance\x00" + id.value
+		k = "instance\x00" + id.value
 	default:
-		return "key\x00" + id.value
+		k = "key\x00" + id.value
 	}
+	if id.eval {
+		return evalKeyPrefix + k
+	}
+	return k
+}
+
+// savedIdentity rebuilds an identity from its store record; an
+// evaluation's is known by its key.
+func savedIdentity(sr SavedRun) identity {
+	return identity{source: sr.Source, value: sr.Value, attach: sr.Attach, eval: strings.HasPrefix(sr.Key, evalKeyPrefix)}
 }
 
 func (id identity) String() string { return fmt.Sprintf("%s=%q", id.source, id.value) }
 
-// resolveIdentity applies the contract's order, first match wins.
-func resolveIdentity(res pcommon.Resource, d Defaults) (identity, error) {
+// Run kinds (prime.run.kind).
+const (
+	KindTrain = "train"
+	KindEval  = "eval"
+)
+
+// resolveIdentity applies the contract's order, first match wins. An
+// evaluation's identity follows the same order, except that the run.id and
+// run.key config keys are the training run's: evalID (eval.id) attaches
+// an evaluation instead.
+func resolveIdentity(res pcommon.Resource, d Defaults, evalID string) (identity, error) {
+	if runKind(res) == KindEval {
+		id, err := identityOf(res, Defaults{ID: evalID})
+		id.eval = true
+		if id.source == "run.id" {
+			id.source = "eval.id"
+		}
+		return id, err
+	}
+	return identityOf(res, d)
+}
+
+// identityOf is the contract's order over res and d.
+func identityOf(res pcommon.Resource, d Defaults) (identity, error) {
 	attrs := res.Attributes()
 	if v, ok, err := stringAttr(attrs, AttrRunID); err != nil || ok {
 		return identity{source: AttrRunID, value: v, attach: true}, err
@@ -64,8 +103,7 @@ func resolveIdentity(res pcommon.Resource, d Defaults) (identity, error) {
 	return identity{}, errNoIdentity
 }
 
-// runKind reads prime.run.kind; "train" is the default and the only kind
-// handled so far.
+// runKind reads prime.run.kind; "train" is the default.
 func runKind(res pcommon.Resource) string {
 	if v, ok := res.Attributes().Get(AttrRunKind); ok {
 		if s, isStr := pvalue.String(v); isStr && s != "" {
@@ -73,7 +111,7 @@ func runKind(res pcommon.Resource) string {
 		}
 		return pvalue.TypeName(v)
 	}
-	return "train"
+	return KindTrain
 }
 
 // stringAttr reads a non-empty string attribute; an empty string counts as

@@ -40,7 +40,7 @@ func TestIdentityIsResolvedInTheContractOrderFirstMatchWins(t *testing.T) {
 			for k, v := range tt.attrs {
 				res.Attributes().PutStr(k, v)
 			}
-			got, err := resolveIdentity(res, tt.cfg)
+			got, err := resolveIdentity(res, tt.cfg, "")
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -50,7 +50,7 @@ func TestIdentityIsResolvedInTheContractOrderFirstMatchWins(t *testing.T) {
 func TestAResourceWithNoIdentityIsRefusedNamingEveryAttribute(t *testing.T) {
 	res := pcommon.NewResource()
 	res.Attributes().PutStr("service.name", "trainer")
-	_, err := resolveIdentity(res, Defaults{})
+	_, err := resolveIdentity(res, Defaults{}, "")
 	require.Error(t, err)
 	for _, name := range []string{"prime.run.id", "prime.run.key", "service.instance.id", "run.id", "run.key"} {
 		assert.Contains(t, err.Error(), name)
@@ -60,7 +60,7 @@ func TestAResourceWithNoIdentityIsRefusedNamingEveryAttribute(t *testing.T) {
 func TestANonStringIdentityAttributeIsNamedWithItsType(t *testing.T) {
 	res := pcommon.NewResource()
 	res.Attributes().PutInt("prime.run.key", 7)
-	_, err := resolveIdentity(res, Defaults{})
+	_, err := resolveIdentity(res, Defaults{}, "")
 	require.EqualError(t, err, "resource attribute prime.run.key must be a string, got int")
 }
 

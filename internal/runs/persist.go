@@ -24,6 +24,7 @@ func (r *run) snapshot(closing string) SavedRun {
 		Key: r.ident.key(), Source: r.ident.source, Value: r.ident.value, Attach: r.ident.attach,
 		ID: r.id, Team: r.team, EndState: r.end.Status, EndWhy: r.end.Reason, Traces: r.traces,
 	}
+	ev := r.eval
 	switch r.state {
 	case stateEnding:
 		sr.State = savedEnding
@@ -33,6 +34,9 @@ func (r *run) snapshot(closing string) SavedRun {
 		sr.State = savedClosed
 	}
 	r.mu.Unlock()
+	if ev != nil {
+		sr.Eval = ev.saved()
+	}
 	sr.Ranges = r.ranges.snapshot()
 	pending := r.pending.cache()
 	for _, fp := range pending.Keys() {
@@ -79,7 +83,7 @@ func (g *Registry) Restore(ctx context.Context) error {
 	g.mu.Lock()
 	var ending []*run
 	for _, sr := range saved {
-		r := newRun(identity{source: sr.Source, value: sr.Value, attach: sr.Attach})
+		r := newRun(savedIdentity(sr))
 		r.id, r.team, r.traces = sr.ID, sr.Team, sr.Traces
 		r.end = End{Status: sr.EndState, Reason: sr.EndWhy}
 		r.lastSeen = g.now()
@@ -88,6 +92,9 @@ func (g *Registry) Restore(ctx context.Context) error {
 			r.state = stateClosed
 		case savedEnding:
 			ending = append(ending, r)
+		}
+		if sr.Eval != nil {
+			r.evalState().restore(sr.Eval)
 		}
 		r.ranges.restore(sr.Ranges)
 		for k, o := range sr.Pending {

@@ -40,8 +40,13 @@ type Config struct {
 	RetryEnabled    bool
 	RetryMaxElapsed time.Duration
 	// Where says where a run can be seen, for log lines: its dashboard or
-	// its offline directory.
-	Where func(runID string) zap.Field
+	// its offline directory; WhereEval the same for an evaluation.
+	Where     func(runID string) zap.Field
+	WhereEval func(evalID string) zap.Field
+	// EvalID attaches every evaluation to this one (eval.id, a hosted
+	// evaluation's ${env:EVALUATION_ID}).
+	EvalID string
+
 	// Persistent says the store outlives the process, for the shutdown line.
 	Persistent bool
 }
@@ -57,6 +62,7 @@ type Telemetry interface {
 // Deps are the lifecycle's collaborators, chosen once at start.
 type Deps struct {
 	API    platform.Runs
+	Evals  platform.Evals
 	Store  Store
 	Logger *zap.Logger
 	Warn   *logonce.Logger
@@ -168,15 +174,15 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 		g.Tel.Reject(signal, reject.Unauthorized, records)
 		return Lease{}, ErrSkipped
 	}
-	ident, err := resolveIdentity(res, g.cfg.Defaults)
+	ident, err := resolveIdentity(res, g.cfg.Defaults, g.cfg.EvalID)
 	if err != nil {
 		g.Tel.Reject(signal, reject.NoIdentity, records)
 		g.Warn.Warn("no_identity", "Rejected data without a run identity: it is dropped", zap.String("signal", signal), zap.Int("records", records), zap.Error(err))
 		return Lease{}, ErrSkipped
 	}
-	if kind := runKind(res); kind != "train" {
+	if kind := runKind(res); kind != KindTrain && kind != KindEval {
 		g.Tel.Skip(signal, reject.RunKind, records)
-		g.Warn.Warn("kind\x00"+ident.key(), "Skipped data of a run kind that is not handled yet", zap.Stringer("run", ident), zap.String("prime.run.kind", kind))
+		g.Warn.Warn("kind\x00"+ident.key(), "Skipped data of a run kind other than train and eval", zap.Stringer("run", ident), zap.String("prime.run.kind", kind))
 		return Lease{}, ErrSkipped
 	}
 	r := g.lookup(ident)

@@ -43,6 +43,7 @@ type run struct {
 	drained   chan struct{} // closed when inflight reaches 0 while closing
 	lastSeen  time.Time
 	traces    tracesState
+	eval      *evalState // an evaluation's config and summary; nil for a training run
 	// closer: this collector holds the fleet's close-out claim (shared
 	// registry), so the run's closing state there is its own doing.
 	closer bool

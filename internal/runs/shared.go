@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/platform"
-	"github.com/primeintellect/primeexporter/rft"
 )
 
 // The shared registry's timings; the package doc says what each costs.
@@ -172,7 +171,7 @@ func (r *run) closedElsewhere() {
 // claims the identity creates it, the others wait for its id. The record
 // is read again after the claim is won, since the creator before may have
 // let its claim go between this collector's look and its claim.
-func (g *Registry) createShared(ctx context.Context, r *run, req rft.CreateRunRequest) (string, error) {
+func (g *Registry) createShared(ctx context.Context, r *run, c creation) (string, error) {
 	key := r.ident.key()
 	claim := "create:" + key
 	wait, cancel := context.WithTimeout(ctx, createWait)
@@ -199,7 +198,7 @@ func (g *Registry) createShared(ctx context.Context, r *run, req rft.CreateRunRe
 			return sr.ID, nil
 		}
 		if won {
-			return g.createClaimed(ctx, r, req, claim)
+			return g.createClaimed(ctx, r, c, claim)
 		}
 		if err := sleep(wait, sharedPoll); err != nil {
 			return "", fmt.Errorf("run %s: another collector is creating it and has not finished within %s, so the data is retried: %w", r.ident, createWait, err)
@@ -209,8 +208,8 @@ func (g *Registry) createShared(ctx context.Context, r *run, req rft.CreateRunRe
 
 // createClaimed sends the create under the claim. The id is written before
 // the claim goes, so that whoever claims next finds it.
-func (g *Registry) createClaimed(ctx context.Context, r *run, req rft.CreateRunRequest, claim string) (string, error) {
-	created, err := g.API.CreateRun(ctx, req, platform.Origin{Identity: r.ident.String(), TeamID: req.TeamID})
+func (g *Registry) createClaimed(ctx context.Context, r *run, c creation, claim string) (string, error) {
+	id, err := c.send(ctx)
 	if err != nil {
 		// Letting the claim go lets the next push, here or elsewhere, try
 		// at once; after an ambiguous failure that may make the duplicate
@@ -218,8 +217,7 @@ func (g *Registry) createClaimed(ctx context.Context, r *run, req rft.CreateRunR
 		g.unclaim(claim)
 		return "", g.createFailed(r, err)
 	}
-	id := created.ID
-	r.setID(id, req.TeamID)
+	r.setID(id, c.team)
 	if err := g.Store.Save(ctx, r.snapshot(savedClosing)); err != nil {
 		// The claim is kept until it expires: the fleet waits for the id,
 		// which this collector's next push writes (holdShared).
@@ -238,8 +236,7 @@ func (g *Registry) createClaimed(ctx context.Context, r *run, req rft.CreateRunR
 		r.setID(sr.ID, sr.Team)
 		return sr.ID, nil
 	}
-	g.Tel.RunEvent("created")
-	g.Logger.Info("Created run", zap.Stringer("run", r.ident), zap.String("run_id", id), zap.String("model", req.BaseModel), g.cfg.Where(id))
+	g.created(r, c, id)
 	return id, nil
 }
 

@@ -49,6 +49,8 @@ type SavedRun struct {
 	// Pending are uploads with a range but no confirm yet, by object
 	// fingerprint (hex).
 	Pending map[string]SavedObject `json:"pending,omitempty"`
+	// Eval is an evaluation's config and summary.
+	Eval *SavedEval `json:"eval,omitempty"`
 }
 
 // SharedStore is a Store that several collectors use at once (RedisStore).

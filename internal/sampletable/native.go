@@ -136,6 +136,7 @@ type document struct {
 	// text is the record as compact JSON: Record.Document, and the
 	// native_wrapper of its row's info.
 	text     string
+	id, ok   optValue // read for an evaluation's samples (v0.go)
 	envID    optValue
 	step     optValue // run.work.step
 	workType optValue // run.work.type
@@ -146,6 +147,10 @@ func readDocument(b body) document {
 	var d document
 	member := func(k string, v value) error {
 		switch k {
+		case "id":
+			d.id = opt(v)
+		case "ok":
+			d.ok = opt(v)
 		case "env":
 			d.envID = opt(v).pick("id")
 		case "run":
@@ -230,7 +235,7 @@ func (d *document) project(step int64, created time.Time, sampleLimit int) ([]Ep
 	// The summary trace's advantage is the episode's: every row of the
 	// document and every branch carries it, as in the SDK.
 	adv := sum.advantage()
-	row, err := sum.project(adv)
+	row, err := sum.project(adv, true)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +253,7 @@ func (d *document) project(step int64, created time.Time, sampleLimit int) ([]Ep
 			if err := tr.checkInfo(); err != nil {
 				return nil, err
 			}
-			if r, err = tr.project(adv); err != nil {
+			if r, err = tr.project(adv, true); err != nil {
 				return nil, err
 			}
 		}
@@ -265,12 +270,19 @@ func (d *document) project(step int64, created time.Time, sampleLimit int) ([]Ep
 // summaryIndex is the first trainable trace, else 0.
 func summaryIndex(traces []trace) int {
 	for i := range traces {
-		tr := traces[i].agent.pick("trainable")
-		if tr.ok && (tr.raw == "true" || (tr.raw == "" && tr.v.Type() == pcommon.ValueTypeBool && tr.v.Bool())) {
+		if traces[i].trainable() {
 			return i
 		}
 	}
 	return 0
+}
+
+// trainable tells a trace whose agent.trainable is true.
+func (t *trace) trainable() bool { return t.agent.pick("trainable").isTrue() }
+
+// isTrue tells the bool true.
+func (o optValue) isTrue() bool {
+	return o.ok && (o.raw == "true" || (o.raw == "" && o.v.Type() == pcommon.ValueTypeBool && o.v.Bool()))
 }
 
 func (d *document) episode(step int64, created time.Time, r traceRow, adv *float64, info string) Episode {
@@ -314,10 +326,12 @@ func docMisfit(path string, f value, want string) error {
 	return rejection(reject.BadValue, bodyField+"."+docTraces, "body key %s must be %s, got %s", path, want, f.describe())
 }
 
-// trace is the members of one trace that its row reads.
+// trace is the members of one trace that its row, or its v0 sample
+// (v0.go), reads.
 type trace struct {
 	index                                                     int
 	agent, task, nodes, calls, rewards, metrics, info, timing optValue
+	id, tools, isCompleted, stopCondition, errors             optValue // v0 only
 }
 
 // readTraces reads the members of every trace, in one pass over them.
@@ -325,7 +339,8 @@ func readTraces(list optValue) ([]trace, error) {
 	var traces []trace
 	var tr trace
 	fields := map[string]*optValue{"agent": &tr.agent, "task": &tr.task, "nodes": &tr.nodes, "calls": &tr.calls,
-		"rewards": &tr.rewards, "metrics": &tr.metrics, "info": &tr.info, "timing": &tr.timing}
+		"rewards": &tr.rewards, "metrics": &tr.metrics, "info": &tr.info, "timing": &tr.timing,
+		"id": &tr.id, "tools": &tr.tools, "is_completed": &tr.isCompleted, "stop_condition": &tr.stopCondition, "errors": &tr.errors}
 	_, err := list.forMapElements(func(k string, v value) error {
 		if f := fields[k]; f != nil {
 			*f = opt(v)
@@ -424,7 +439,10 @@ type traceRow struct {
 	problemID              *int64
 }
 
-func (t *trace) project(adv *float64) (traceRow, error) {
+// project gives the trace's row. withAdvantage sets every trajectory
+// branch's "advantage" to adv, as the table's rows carry it; an
+// evaluation's v0 sample has no advantage key.
+func (t *trace) project(adv *float64, withAdvantage bool) (traceRow, error) {
 	var r traceRow
 	if data := t.task.pick("data"); data.ok {
 		r.task = ptr(data.json())
@@ -452,7 +470,7 @@ func (t *trace) project(adv *float64) (traceRow, error) {
 	if err != nil {
 		return traceRow{}, err
 	}
-	if err := g.write(t, &r, adv); err != nil {
+	if err := g.write(t, &r, adv, withAdvantage); err != nil {
 		return traceRow{}, err
 	}
 	return r, nil
@@ -670,10 +688,11 @@ func (t *trace) readUsage(i int, usage optValue) (callUsage, error) {
 
 // write fills the row's trajectory, completion and token counts: one branch
 // per leaf (a node no node names as parent), in ascending order, each the
-// path from its root down to the leaf. A branch repeats its whole prefix,
-// so paths are walked twice, to size the text and to write it, rather than
-// kept: a wide, deep graph would hold leaves × depth of them.
-func (g *graph) write(t *trace, r *traceRow, adv *float64) error {
+// path from its root down to the leaf, with "advantage" = adv last when
+// withAdvantage. A branch repeats its whole prefix, so paths are walked
+// twice, to size the text and to write it, rather than kept: a wide, deep
+// graph would hold leaves × depth of them.
+func (g *graph) write(t *trace, r *traceRow, adv *float64, withAdvantage bool) error {
 	var path []int
 	size := 2
 	for leaf, n := range g.nodes {
@@ -737,8 +756,10 @@ func (g *graph) write(t *trace, r *traceRow, adv *float64) error {
 		sb.Write(strconv.AppendInt(scratch[:0], in, 10))
 		sb.WriteString(`,"` + colNumOutputTokens + `":`)
 		sb.Write(strconv.AppendInt(scratch[:0], out, 10))
-		sb.WriteString(`,"` + branchAdvantage + `":`)
-		sb.WriteString(advText)
+		if withAdvantage {
+			sb.WriteString(`,"` + branchAdvantage + `":`)
+			sb.WriteString(advText)
+		}
 		sb.WriteByte('}')
 		r.in, r.out = in, out
 	}

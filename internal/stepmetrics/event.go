@@ -3,6 +3,7 @@ package stepmetrics
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 
@@ -45,6 +46,24 @@ func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected
 		return nil, []*reject.Rejection{reject.New(reject.BadStep, stepAttribute, "prime.metrics event: attribute %s must be an int, got %s", stepAttribute, describe(sv))}, nil
 	}
 
+	entries, rejected, coerced = eventValues(attrs, body, step, fmt.Sprintf("prime.metrics event for step %d", step))
+	// Like a point's, the step counts as coerced only when it delivered
+	// something; an event rejected whole is counted as rejected alone.
+	if stepHow != "" && len(entries) > 0 {
+		coerced = append(coerced, stepHow)
+	}
+	return entries, rejected, coerced
+}
+
+// SummaryValues maps one prime.metrics record of an evaluation, which has
+// no steps: its values as FromEvent reads them, every entry of step 0. A
+// prime.step attribute, if any, is a control attribute and ignored.
+func SummaryValues(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected []*reject.Rejection, coerced []reject.Reason) {
+	return eventValues(attrs, body, 0, "prime.metrics event")
+}
+
+// eventValues reads an event's values (see FromEvent) as entries of step.
+func eventValues(attrs pcommon.Map, body pcommon.Value, step int64, subject string) (entries []Entry, rejected []*reject.Rejection, coerced []reject.Reason) {
 	values, fromBody, bodyErr := bodyValues(body)
 	if bodyErr != nil {
 		rejected = append(rejected, reject.New(reject.BadValue, bodyKey, "prime.metrics event: body looks like a JSON object but does not parse: %v", bodyErr))
@@ -73,12 +92,7 @@ func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected
 		return true
 	})
 	if candidates == 0 && len(rejected) == 0 {
-		rejected = append(rejected, reject.New(reject.NoValues, "prime.metrics", "prime.metrics event for step %d carries no values", step))
-	}
-	// Like a point's, the step counts as coerced only when it delivered
-	// something; an event rejected whole is counted as rejected alone.
-	if stepHow != "" && len(entries) > 0 {
-		coerced = append(coerced, stepHow)
+		rejected = append(rejected, reject.New(reject.NoValues, "prime.metrics", "%s carries no values", subject))
 	}
 	return entries, rejected, coerced
 }

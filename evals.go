@@ -1,0 +1,127 @@
+package primeexporter
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/evalsample"
+	"github.com/primeintellect/primeexporter/internal/reject"
+	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/stepmetrics"
+	"github.com/primeintellect/primeexporter/internal/upload"
+)
+
+// pushEvalLogs is pushResourceLogs for an evaluation: its prime.episode
+// records become samples appended to the evaluation, its prime.metrics
+// events set summary keys, and prime.run.end closes it. An evaluation has
+// no steps and no sample table.
+func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lease, rl plog.ResourceLogs, retry plog.Logs) error {
+	var (
+		samples  []upload.EvalSample
+		episodes = map[upload.Loc]evalsample.Episode{}
+		end      *runs.End
+		endLoc   upload.Loc
+	)
+	sum := l.Summary()
+	for si, sl := range rl.ScopeLogs().All() {
+		for ri, lr := range sl.LogRecords().All() {
+			loc := upload.Loc{Scope: si, Record: ri}
+			switch name := eventName(lr); name {
+			case eventMetrics:
+				entries, rejected, coerced := stepmetrics.SummaryValues(lr.Attributes(), lr.Body())
+				e.rejectPoints(b, l, runs.SignalLogs, rejected)
+				e.coercePoints(runs.SignalLogs, coerced)
+				for _, en := range entries {
+					sum.Set(en.Key, en.Value)
+				}
+			case eventEpisode:
+				res, err := evalsample.FromRecord(lr.Body(), l.Counters())
+				if err != nil {
+					e.rejectSample(b, l, err)
+					continue
+				}
+				origin := res.Document
+				for i, s := range res.Samples {
+					if res.Document == nil {
+						origin = s
+					}
+					samples = append(samples, upload.EvalSample{JSON: s, Loc: loc, FP: upload.SampleFingerprint(origin, i)})
+				}
+				episodes[loc] = res.Episode
+			case eventRunEnd:
+				parsed, err := runs.ParseEnd(lr.Attributes())
+				if err != nil {
+					b.warn.Warn("end\x00"+l.ID(), "prime.run.end has a bad status; the evaluation is closed out as failed", zap.String("evaluation_id", l.ID()), zap.Error(err))
+				}
+				if end == nil {
+					end, endLoc = &parsed, loc
+				}
+			default:
+				e.tel.Skip(runs.SignalLogs, reject.NotAnEvent, 1)
+				if strings.HasPrefix(name, "prime.") {
+					b.warn.Warn("event\x00"+name, "Ignored a log record with an unknown prime.* event name", zap.String("event_name", name), zap.String("evaluation_id", l.ID()))
+				}
+			}
+		}
+	}
+
+	// The summary counts an episode once, when its first sample reached
+	// the platform (or may have): a replay's samples are left out as
+	// delivered, and so is their episode.
+	counted := map[upload.Loc]bool{}
+	failed, err := b.uploader.UploadSamples(ctx, l, b.evals, samples, func(s upload.EvalSample) {
+		if !counted[s.Loc] {
+			counted[s.Loc] = true
+			sum.AddEpisode(episodes[s.Loc])
+		}
+	})
+	if len(counted) > 0 {
+		l.SaveEval(ctx)
+	}
+	if err == nil {
+		if end != nil {
+			l.End(*end)
+		}
+		return nil
+	}
+	// The end goes back with the samples that failed, so the evaluation
+	// is not closed out before they are appended.
+	if end != nil {
+		if failed == nil {
+			failed = map[upload.Loc]bool{}
+		}
+		failed[endLoc] = true
+	}
+	copyRecords(retry, rl, failed)
+	return err
+}
+
+// rejectSample counts and logs a prime.episode record of an evaluation
+// that has no sample.
+func (e *primeExporter) rejectSample(b *backend, l runs.Lease, err error) {
+	reason := reject.BadValue
+	if rej, ok := errors.AsType[*reject.Rejection](err); ok {
+		reason = rej.Reason
+	}
+	e.tel.Reject(runs.SignalLogs, reason, 1)
+	l.Count("episodes_rejected", 1)
+	b.warn.Warn("sample\x00"+l.ID()+"\x00"+string(reason), "Rejected a prime.episode record of an evaluation that cannot become a sample",
+		zap.String("evaluation_id", l.ID()), zap.String("reason", string(reason)), zap.Error(err))
+}
+
+// pushEvalMetrics sets an evaluation's summary keys from its metric
+// points: the last value of a name wins. Points need no step.
+func (e *primeExporter) pushEvalMetrics(b *backend, l runs.Lease, rm pmetric.ResourceMetrics, opts stepmetrics.Options) {
+	entries, rejected, coerced := stepmetrics.FromResource(rm, opts)
+	e.rejectPoints(b, l, runs.SignalMetrics, rejected)
+	e.coercePoints(runs.SignalMetrics, coerced)
+	sum := l.Summary()
+	for _, en := range entries {
+		sum.Set(en.Key, en.Value)
+	}
+}

@@ -1,0 +1,134 @@
+package upload
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+
+	"github.com/cespare/xxhash/v2"
+	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/reject"
+	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/rft"
+)
+
+// EvalSample is one sample of an evaluation on its way to the platform:
+// its compact JSON, the record it came from, and its fingerprint.
+type EvalSample struct {
+	JSON json.RawMessage
+	Loc  Loc
+	FP   uint64
+}
+
+// SampleFingerprint identifies the i-th sample of a record by what the
+// record holds (origin: a native document's compact JSON, or the plain
+// sample itself), not by the projected sample: a replayed record must
+// find its samples delivered even where the projection numbers rollouts
+// anew. It is apart from any row's or document's fingerprint in the same
+// delivered set.
+func SampleFingerprint(origin []byte, i int) uint64 {
+	h := xxhash.New()
+	_, _ = h.WriteString("eval-sample\x00")
+	_, _ = h.Write(origin)
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(i))
+	_, _ = h.Write(n[:])
+	return h.Sum64()
+}
+
+// UploadSamples appends an evaluation's samples in requests of at most
+// 25 MiB, in order, leaving out the samples delivered before (a replay
+// after a restart or a retry). sent is told of each sample that reached
+// the platform, or may have, so the summary counts it once.
+//
+// Appending is not replayable. A batch whose answer was lost is counted
+// (eval_samples_uncertain), logged once per run, recorded as delivered
+// and not sent again: a replay could store it twice. A batch refused for
+// good is counted and dropped; one that provably never arrived (the
+// platform down, 429) goes back to the collector's retry with every later
+// batch, unsent. A sample too large for any request is rejected alone.
+func (u *Uploader) UploadSamples(ctx context.Context, l runs.Lease, evals platform.Evals, samples []EvalSample, sent func(EvalSample)) (map[Loc]bool, error) {
+	pending, err := notYetDelivered(ctx, u, l, samples, func(s EvalSample) uint64 { return s.FP })
+	if err != nil {
+		return sampleLocs(samples), err
+	}
+	raw := make([]json.RawMessage, len(pending))
+	for i, s := range pending {
+		raw[i] = s.JSON
+	}
+	batches, tooLarge, invalid := rft.SampleBatches(raw)
+	if n := len(tooLarge); n > 0 {
+		u.reject(l, reject.EpisodeTooLarge, n, "samples\x00"+l.ID()+"\x00too_large",
+			"Rejected evaluation samples larger than the 25 MiB one request takes", zap.Int("samples", n))
+	}
+	if n := len(invalid); n > 0 {
+		u.reject(l, reject.BadBody, n, "samples\x00"+l.ID()+"\x00invalid",
+			"Rejected evaluation samples that are not one JSON object", zap.Int("samples", n))
+	}
+	skip := map[int]bool{}
+	for _, i := range append(tooLarge, invalid...) {
+		skip[i] = true
+	}
+	kept := pending[:0:0]
+	for i, s := range pending {
+		if !skip[i] {
+			kept = append(kept, s)
+		}
+	}
+
+	var retry map[Loc]bool
+	var down error
+	next := 0
+	for _, batch := range batches {
+		part := kept[next : next+len(batch)]
+		next += len(batch)
+		if down != nil {
+			retry = addLocs(retry, part)
+			continue
+		}
+		err := evals.AppendSamples(ctx, l.ID(), batch)
+		rerr, isRFT := rft.AsError(err)
+		switch {
+		case err == nil:
+		case isRFT && rerr.Ambiguous():
+			u.reject(l, reject.SamplesUncertain, len(part), "samples\x00"+l.ID()+"\x00uncertain",
+				"An append of evaluation samples lost its answer: they may be stored or lost, and are not sent again, since a replay could store them twice",
+				zap.String("reason", string(reject.SamplesUncertain)), zap.Int("samples", len(part)), zap.Error(err))
+		case platform.Permanent(err):
+			u.reject(l, reject.UploadRejected, len(part), "samples\x00"+l.ID()+"\x00"+platform.Class(err),
+				"The platform refused a batch of evaluation samples: they are dropped", zap.Int("samples", len(part)), zap.Error(err))
+			continue
+		default:
+			retry = addLocs(retry, part)
+			down = err
+			continue
+		}
+		fps := make([]uint64, len(part))
+		for i, s := range part {
+			fps[i] = s.FP
+			sent(s)
+		}
+		l.MarkDelivered(ctx, fps)
+		u.tel.SamplesUploaded(len(part), 0, 0)
+	}
+	if down != nil {
+		return retry, platform.Retryable(down)
+	}
+	return nil, nil
+}
+
+func sampleLocs(samples []EvalSample) map[Loc]bool {
+	return addLocs(nil, samples)
+}
+
+func addLocs(m map[Loc]bool, samples []EvalSample) map[Loc]bool {
+	if m == nil {
+		m = map[Loc]bool{}
+	}
+	for _, s := range samples {
+		m[s.Loc] = true
+	}
+	return m
+}
