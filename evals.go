@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/evalsample"
+	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/stepmetrics"
@@ -23,11 +24,13 @@ import (
 func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lease, rl plog.ResourceLogs, retry plog.Logs) error {
 	var (
 		samples  []upload.EvalSample
+		docs     []upload.EvalDocument // for Prime Traces
 		episodes = map[upload.Loc]evalsample.Episode{}
 		end      *runs.End
 		endLoc   upload.Loc
 	)
 	sum := l.Summary()
+	traced := b.uploader.Traced(l)
 	for si, sl := range rl.ScopeLogs().All() {
 		for ri, lr := range sl.LogRecords().All() {
 			loc := upload.Loc{Scope: si, Record: ri}
@@ -46,11 +49,17 @@ func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lea
 					continue
 				}
 				origin := res.Document
+				var recSamples []upload.EvalSample
 				for i, s := range res.Samples {
 					if res.Document == nil {
 						origin = s
 					}
-					samples = append(samples, upload.EvalSample{JSON: s, Loc: loc, FP: upload.SampleFingerprint(origin, i)})
+					recSamples = append(recSamples, upload.EvalSample{JSON: s, Loc: loc, FP: upload.SampleFingerprint(origin, i)})
+				}
+				if res.Document != nil && traced {
+					docs = append(docs, upload.EvalDocument{Raw: res.Document, Loc: loc, Samples: recSamples})
+				} else {
+					samples = append(samples, recSamples...)
 				}
 				episodes[loc] = res.Episode
 			case eventRunEnd:
@@ -70,18 +79,57 @@ func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lea
 		}
 	}
 
-	// The summary counts an episode once, when its first sample reached
-	// the platform (or may have): a replay's samples are left out as
-	// delivered, and so is their episode.
+	// The summary counts an episode once, when its document or first
+	// sample reached the platform (or may have): a replay's are left out
+	// as delivered, and so is their episode.
 	counted := map[upload.Loc]bool{}
-	failed, err := b.uploader.UploadSamples(ctx, l, b.evals, samples, func(s upload.EvalSample) {
-		if !counted[s.Loc] {
-			counted[s.Loc] = true
-			sum.AddEpisode(episodes[s.Loc])
+	count := func(loc upload.Loc) {
+		if !counted[loc] {
+			counted[loc] = true
+			sum.AddEpisode(episodes[loc])
 		}
-	})
+	}
+	var failed map[upload.Loc]bool
+	var errs []error
+	if len(docs) > 0 {
+		onSamples, retryDocs, err := b.uploader.UploadEvalDocuments(ctx, l, docs, func(d upload.EvalDocument) {
+			count(d.Loc)
+			sum.AddTracesEpisodes(1)
+		})
+		for _, d := range onSamples {
+			samples = append(samples, d.Samples...)
+		}
+		failed = retryDocs
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 && platform.Down(errs[0]) {
+		// The samples go back unsent, as the rest of a push does.
+		if failed == nil {
+			failed = map[upload.Loc]bool{}
+		}
+		for _, s := range samples {
+			failed[s.Loc] = true
+		}
+	} else {
+		retrySamples, err := b.uploader.UploadSamples(ctx, l, b.evals, samples, func(s upload.EvalSample) { count(s.Loc) })
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if failed == nil {
+			failed = retrySamples
+		}
+		for loc := range retrySamples {
+			failed[loc] = true
+		}
+	}
 	if len(counted) > 0 {
 		l.SaveEval(ctx)
+	}
+	var err error
+	if len(errs) > 0 {
+		err = platform.FirstRetryError(errs)
 	}
 	if err == nil {
 		if end != nil {

@@ -369,3 +369,93 @@ func TestAKilledCollectorWithStorageNeverCreatesASecondEvaluation(t *testing.T) 
 	}
 	t.Logf("routes: %v", evalRequests(p, ev.ID))
 }
+
+// evalTracesConfig sends native documents to Prime Traces.
+const evalTracesConfig = `
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: ${env:PRIME_OTLP_HTTP}
+exporters:
+  prime:
+    endpoint: ${env:PRIME_API_BASE}
+    api_key: ${env:PRIME_API_KEY}
+    team_id: ${env:PRIME_TEAM}
+    traces:
+      enabled: true
+      endpoint: ${env:PRIME_TRACES_URL}
+    finalize_grace: 2s
+    sending_queue:
+      enabled: true
+      batch:
+        flush_timeout: 300ms
+service:
+  pipelines:
+    logs:
+      receivers: [otlp]
+      exporters: [prime]
+  telemetry:
+    metrics:
+      level: none
+`
+
+func TestAnEvaluationsDocumentsGoToPrimeTracesAndItsSummaryCountsThem(t *testing.T) {
+	p := evalPlatform(t)
+	c, addr := startEvalCollector(t, p, evalTracesConfig, "PRIME_TRACES_URL="+p.URL(), "PRIME_TEAM=team-e2e")
+	m := runEval(t, addr, "-episodes", "60", "-batch", "30")
+	eventually(t, "the evaluation's finalize", func() bool {
+		evs := p.Evaluations()
+		return len(evs) == 1 && evs[0].Finalized
+	}, c.out.String)
+	c.stop()
+	ev := onlyEvaluation(t, p, c)
+	if len(ev.Samples) != 0 {
+		fatalf(t, c, "with Prime Traces on, no samples route: %d samples", len(ev.Samples))
+	}
+	docs := p.TraceDocuments()
+	ids := map[string]int{}
+	for _, d := range docs {
+		ids[fmt.Sprint(d.Doc["id"])]++
+		run, _ := d.Doc["run"].(map[string]any)
+		if run["type"] != "eval" || run["id"] != ev.ID {
+			t.Fatalf("a document carries run %v, want type eval and the evaluation's id %s", run, ev.ID)
+		}
+	}
+	for _, e := range m.Episodes {
+		if ids[e.ID] != 1 {
+			t.Errorf("episode %s committed %d times, want once", e.ID, ids[e.ID])
+		}
+	}
+	var final map[string]any
+	for _, u := range ev.Updates {
+		if u.Route == rfttest.RouteEvalFinalize {
+			final = u.Metrics
+		}
+	}
+	pr, _ := final["prime_runs"].(map[string]any)
+	if fmt.Sprint(pr["traces_episodes_written"]) != fmt.Sprint(len(m.Episodes)) {
+		t.Fatalf("finalize summary %v: want prime_runs.traces_episodes_written %d", final, len(m.Episodes))
+	}
+	t.Logf("routes: %v, trace uploads %d", evalRequests(p, ev.ID), len(p.TraceUploads()))
+}
+
+func TestAnEvaluationWhoseAccountHasNoPrimeTracesFallsBackToTheSamplesRoute(t *testing.T) {
+	p := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, TracesDisabledTeams: []string{"team-plain"}})
+	t.Cleanup(p.Close)
+	p.AddEnvironment(rfttest.HubEnvironment{Owner: "primeintellect", Name: "gsm8k"})
+	p.AddEnvironment(rfttest.HubEnvironment{Owner: "primeintellect", Name: "vf-math", Versions: []string{"v3"}})
+	c, addr := startEvalCollector(t, p, evalTracesConfig, "PRIME_TRACES_URL="+p.URL(), "PRIME_TEAM=team-plain")
+	m := runEval(t, addr, "-episodes", "60", "-batch", "30")
+	eventually(t, "the evaluation's finalize", func() bool {
+		evs := p.Evaluations()
+		return len(evs) == 1 && evs[0].Finalized
+	}, c.out.String)
+	c.stop()
+	ev := onlyEvaluation(t, p, c)
+	checkSamplesOnce(t, p, ev, m)
+	if n := len(p.TraceDocuments()); n != 0 {
+		t.Fatalf("%d documents committed to a Prime Traces the account does not have", n)
+	}
+	t.Logf("routes: %v, trace requests %d", evalRequests(p, ev.ID), p.TraceRequests())
+}

@@ -21,6 +21,9 @@ type document struct {
 	// rec is kept under exclusive routing: its rows go to the table only
 	// if the run falls back to it.
 	rec *sampletable.Record
+	// eval is an evaluation's document: its samples and what it tells the
+	// summary, for the fallback to the samples route.
+	eval *EvalDocument
 
 	line []byte // stamped with the platform run
 	fp   uint64
@@ -53,8 +56,29 @@ func docLocs(docs []document) []Loc {
 // returns the error of a failure that says the platform is down, so the
 // caller sends nothing more.
 func (u *Uploader) uploadDocuments(ctx context.Context, l runs.Lease, b *Batch, fail func([]Loc, error)) error {
-	docs := u.stamped(l, b.docs)
+	docs := b.docs
 	b.docs = nil
+	return u.sendDocuments(ctx, l, docs, runTypeTrain, fail, func(d document) {
+		if d.rec != nil {
+			u.toTable(l, b, *d.rec, d.loc)
+		}
+	}, nil)
+}
+
+// Run types a document is stamped with (rft.StampRun).
+const (
+	runTypeTrain = "train"
+	runTypeEval  = "eval"
+)
+
+// sendDocuments is uploadDocuments for either run type: onTable takes the
+// documents that go to the run's other destination after Prime Traces
+// turned the account away (the sample table; an evaluation's samples),
+// committed is told of each batch Prime Traces committed.
+func (u *Uploader) sendDocuments(ctx context.Context, l runs.Lease, docs []document, runType string, fail func([]Loc, error),
+	onTable func(document), committed func([]document),
+) error {
+	docs = u.stamped(l, docs, runType)
 	if len(docs) == 0 {
 		return nil
 	}
@@ -91,23 +115,24 @@ func (u *Uploader) uploadDocuments(ctx context.Context, l runs.Lease, b *Batch, 
 		switch {
 		case err == nil:
 			l.TracesCommitted(ctx)
-			committed := make([]uint64, len(part))
+			fps := make([]uint64, len(part))
 			for i, d := range part {
-				committed[i] = d.fp
+				fps[i] = d.fp
 			}
-			l.MarkDelivered(ctx, committed)
+			l.MarkDelivered(ctx, fps)
 			l.Count("trace_documents", int64(len(part)))
 			u.tel.TracesUploaded(1, len(part))
+			if committed != nil {
+				committed(part)
+			}
 		case platform.TracesNotEnabled(err):
-			if onTable, switched := l.MoveDocumentsToTable(ctx); onTable {
+			if moved, switched := l.MoveDocumentsToTable(ctx); moved {
 				if switched {
-					u.warn.Warn("traces-fallback\x00"+l.ID(), "Prime Traces is not enabled for this account: the run's episode documents go to the sample table instead",
+					u.warn.Warn("traces-fallback\x00"+l.ID(), "Prime Traces is not enabled for this account: the run's episode documents go to the sample table (an evaluation's: its samples) instead",
 						zap.String("run_id", l.ID()), zap.Error(err))
 				}
 				for _, d := range append(part, pending...) {
-					if d.rec != nil {
-						u.toTable(l, b, *d.rec, d.loc)
-					}
+					onTable(d)
 				}
 				return nil
 			}
@@ -126,10 +151,10 @@ func (u *Uploader) uploadDocuments(ctx context.Context, l runs.Lease, b *Batch, 
 
 // stamped puts the platform run on every document (rft.StampRun says
 // where); a document that cannot be stamped is rejected.
-func (u *Uploader) stamped(l runs.Lease, docs []document) []document {
+func (u *Uploader) stamped(l runs.Lease, docs []document, runType string) []document {
 	out := docs[:0:0]
 	for _, d := range docs {
-		line, err := rft.StampRun(d.raw, l.ID(), "train")
+		line, err := rft.StampRun(d.raw, l.ID(), runType)
 		if err != nil {
 			u.reject(l, reject.TracesRejected, 1, "traces\x00"+l.ID()+"\x00stamp", "Rejected an episode document that cannot carry the run",
 				zap.Error(err))

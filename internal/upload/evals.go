@@ -119,6 +119,55 @@ func (u *Uploader) UploadSamples(ctx context.Context, l runs.Lease, evals platfo
 	return nil, nil
 }
 
+// EvalDocument is an evaluation's native document on its way to Prime
+// Traces: the document as received, the record it came from, and its
+// samples, which go to the samples route instead should Prime Traces turn
+// the account away.
+type EvalDocument struct {
+	Raw     []byte
+	Loc     Loc
+	Samples []EvalSample
+}
+
+// UploadEvalDocuments sends an evaluation's native documents to Prime
+// Traces, stamped with run.type "eval", as a training run's are sent
+// (content-addressed batches, what was committed before left out). The
+// documents of a run Prime Traces turned away before its first commit come
+// back in onSamples: from then on the run's documents go to the samples
+// route. committed is told of each document Prime Traces committed. It
+// returns the records to retry and the error to retry them with.
+func (u *Uploader) UploadEvalDocuments(ctx context.Context, l runs.Lease, docs []EvalDocument, committed func(EvalDocument)) (onSamples []EvalDocument, retry map[Loc]bool, err error) {
+	in := make([]document, len(docs))
+	for i := range docs {
+		in[i] = document{raw: docs[i].Raw, loc: docs[i].Loc, eval: &docs[i]}
+	}
+	var errs []error
+	fail := func(locs []Loc, err error) {
+		if retry == nil {
+			retry = map[Loc]bool{}
+		}
+		for _, loc := range locs {
+			retry[loc] = true
+		}
+		errs = append(errs, err)
+	}
+	u.sendDocuments(ctx, l, in, runTypeEval, fail,
+		func(d document) { onSamples = append(onSamples, *d.eval) },
+		func(part []document) {
+			for _, d := range part {
+				committed(*d.eval)
+			}
+		})
+	if len(errs) > 0 {
+		return onSamples, retry, platform.Retryable(platform.FirstRetryError(errs))
+	}
+	return onSamples, nil, nil
+}
+
+// Traced says an evaluation's native documents go to Prime Traces: it is
+// on, and the run was not turned to the samples route.
+func (u *Uploader) Traced(l runs.Lease) bool { return u.cfg.Traces != nil && !l.DocumentsOnTable() }
+
 func sampleLocs(samples []EvalSample) map[Loc]bool {
 	return addLocs(nil, samples)
 }
