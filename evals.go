@@ -165,6 +165,7 @@ func (e *primeExporter) rejectSample(b *backend, l runs.Lease, err error) {
 // pushEvalMetrics sets an evaluation's summary keys from its metric
 // points: the last value of a name wins. Points need no step.
 func (e *primeExporter) pushEvalMetrics(b *backend, l runs.Lease, rm pmetric.ResourceMetrics, opts stepmetrics.Options) {
+	opts.Stepless = true
 	entries, rejected, coerced := stepmetrics.FromResource(rm, opts)
 	e.rejectPoints(b, l, runs.SignalMetrics, rejected)
 	e.coercePoints(runs.SignalMetrics, coerced)

@@ -6,6 +6,10 @@ type Options struct {
 	// that has no prime.step attribute (config `metrics.step_metric`, default
 	// "step"). Empty turns that fallback off.
 	StepMetric string
+	// Stepless reads an evaluation's points, which have no steps: every
+	// point's values are entries of step 0, whatever its attributes say,
+	// and the step metric is a value like any other.
+	Stepless bool
 }
 
 // Entry is one name → value of one step's metrics post.

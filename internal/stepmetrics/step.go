@@ -30,12 +30,16 @@ type reported struct {
 // built from the whole resource first because the step metric may come after
 // the metrics that lean on it.
 type stepResolver struct {
-	metric string
-	byTime map[pcommon.Timestamp]reported
+	metric   string
+	byTime   map[pcommon.Timestamp]reported
+	stepless bool
 }
 
 func newStepResolver(rm pmetric.ResourceMetrics, opts Options) stepResolver {
-	r := stepResolver{metric: opts.StepMetric, byTime: map[pcommon.Timestamp]reported{}}
+	r := stepResolver{metric: opts.StepMetric, byTime: map[pcommon.Timestamp]reported{}, stepless: opts.Stepless}
+	if r.stepless {
+		r.metric = ""
+	}
 	if r.metric == "" {
 		return r
 	}
@@ -100,6 +104,9 @@ func (r stepResolver) ownStep(name string, v pcommon.Value) (int64, *reject.Reje
 // step metric at the same timestamp. how is the coercion the attribute
 // needed (readStep), "" for none.
 func (r stepResolver) step(name string, dp point) (step int64, how reject.Reason, rej *reject.Rejection) {
+	if r.stepless {
+		return 0, "", nil
+	}
 	if v, ok := dp.Attributes().Get(stepAttribute); ok {
 		if step, how, ok := readStep(v); ok {
 			return step, how, nil
