@@ -110,7 +110,11 @@ func newServer(opts Options, h hooks) *Server {
 	}
 	// crypto/rand.Read never fails (it crashes the program instead).
 	_, _ = rand.Read(s.secret)
-	s.ts = httptest.NewServer(s.Handler())
+	// Assigned before the server starts: a request can arrive at once (a
+	// process left from an earlier test on the reused port), and its
+	// handler reads s.ts.
+	s.ts = httptest.NewUnstartedServer(s.Handler())
+	s.ts.Start()
 	return s
 }
 
