@@ -1,5 +1,3 @@
-//go:build soak || scale
-
 package e2e
 
 import (
@@ -17,7 +15,10 @@ import (
 
 // probe reads a running collector's resident memory from /proc and its
 // goroutine count from the pprof extension: the two figures that show a
-// leak from outside the process, without instrumenting the binary.
+// leak from outside the process, without instrumenting the binary. The
+// soak and the scale measurement use it whole; the memory-limit test
+// (memlimit_test.go, in CI, so this file carries no build tag) reads
+// /proc through readMemory.
 type probe struct {
 	pid   int
 	pprof string // host:port of the pprof extension
@@ -119,11 +120,20 @@ func (p *probe) goroutines() (int, error) {
 	return strconv.Atoi(n)
 }
 
-// liveHeap runs a garbage collection in the collector and reads what its
+// liveHeap runs garbage collections in the collector and reads what its
 // heap still holds (HeapAlloc of the heap profile's runtime.MemStats): the
 // memory a long-lived collector keeps, as opposed to what the Go runtime
-// has not yet returned to the OS.
+// has not yet returned to the OS. Two collections, since what sync.Pools
+// held survives the first (in their victim caches).
 func (p *probe) liveHeap() (int64, error) {
+	if _, err := p.readHeapAlloc(); err != nil {
+		return 0, err
+	}
+	return p.readHeapAlloc()
+}
+
+// readHeapAlloc runs one garbage collection and reads HeapAlloc after it.
+func (p *probe) readHeapAlloc() (int64, error) {
 	resp, err := p.client.Get("http://" + p.pprof + "/debug/pprof/heap?debug=1&gc=1")
 	if err != nil {
 		return 0, err
@@ -139,6 +149,22 @@ func (p *probe) liveHeap() (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("the heap profile has no HeapAlloc")
+}
+
+// heapProfile runs a garbage collection in the collector and writes its
+// heap profile (the pprof format: go tool pprof -top -sample_index
+// inuse_space) to w.
+func (p *probe) heapProfile(w io.Writer) error {
+	resp, err := p.client.Get("http://" + p.pprof + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof answered %s", resp.Status)
+	}
+	_, err = io.Copy(w, resp.Body)
+	return err
 }
 
 // memory is the resident-size part of /proc/<pid>/status, in kB.

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -21,10 +22,12 @@ import (
 // The soak: many concurrent runs with episodes, through the built collector
 // on the production config, while a probe samples its resident memory and
 // goroutines. Not part of CI (build tag soak): run it with scripts/soak.sh.
+// With PRIME_SOAK_CHECKPOINTS it is one long run instead, read at those
+// shares of its length and at its end (playInParts).
 func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGoroutines(t *testing.T) {
 	otelcol, trainer := binaries(t)
 	k := readSoakKnobs(t)
-	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-soak"}})
+	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-soak"}, DiscardObjects: k.discard})
 	defer platform.Close()
 	addr, pprofAddr, storageDir := freeAddr(t), freeAddr(t), t.TempDir()
 	c := startCollector(t, otelcol, soakConfig,
@@ -43,13 +46,25 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 	phase := newPhase("load")
 	stop := make(chan struct{})
 	sampling := p.every(t, k.sampleEvery, phase.get, stop)
+	var halt sync.Once
+	stopSampling := func() {
+		halt.Do(func() { close(stop) })
+		sampling.Wait()
+	}
+	// A fatal failure ends the test with the sampler still running.
+	t.Cleanup(stopSampling)
+	marks := &checkpoints{t: t, c: c, p: p, platform: platform, dir: os.Getenv("PRIME_SOAK_HEAP_DIR")}
 	began := time.Now()
 
-	runs := runFleet(t, trainer, addr, k, t.TempDir())
+	var runs []soakRun
+	if len(k.checkpoints) > 0 {
+		runs = []soakRun{playInParts(t, c, trainer, addr, k, t.TempDir(), marks, phase)}
+	} else {
+		runs = runFleet(t, trainer, addr, k, t.TempDir())
+	}
 	trainersDone := time.Since(began)
 	if t.Failed() {
-		close(stop)
-		sampling.Wait()
+		stopSampling()
 		fatalf(t, c, "a trainer failed")
 	}
 	phase.set("drain")
@@ -70,8 +85,7 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 		}
 		time.Sleep(k.sampleEvery)
 	}
-	close(stop)
-	sampling.Wait()
+	stopSampling()
 	heapAtEnd, err := p.liveHeap()
 	if err != nil {
 		fatalf(t, c, "the collector's heap at the end: %v", err)
@@ -79,6 +93,7 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 
 	fig := verifySoak(t, c, platform, runs, k)
 	fig.heapAtStart, fig.heapAtEnd = heapAtStart, heapAtEnd
+	fig.checkpoints = marks.taken
 	fig.storageBytes = dirSize(t, storageDir)
 	stopBegan := time.Now()
 	c.stop()
@@ -97,6 +112,10 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 	}
 	if end.goroutines > start.goroutines+k.goroutineSlack {
 		t.Errorf("goroutines leak: %d at the start, %d at the end after %s idle (slack %d)", start.goroutines, end.goroutines, k.settle, k.goroutineSlack)
+	}
+	if first, last, ok := marks.span(); ok && last.heap > first.heap*int64(100+k.maxGrowthPct)/100 {
+		t.Errorf("the live heap after GC grew with the run: %s at %d%% of its steps, %s at %d%% (bound +%d%%)",
+			mb(first.heap/1024), first.pct, mb(last.heap/1024), last.pct, k.maxGrowthPct)
 	}
 	if peak := maxOf(p.all(), func(s sample) int64 { return s.mem.hwm }); peak > k.maxRSSMB*1024 {
 		t.Errorf("peak resident size %s is above the bound of %d MB", mb(peak), k.maxRSSMB)
@@ -158,6 +177,9 @@ type soakFigures struct {
 	// complaints counts the collector's warn and error lines by level
 	// and message.
 	complaints map[string]int
+	// checkpoints are the readings at 10 %, 50 % and 100 % of the rows
+	// landed (with PRIME_SOAK_DISCARD=1).
+	checkpoints []checkpoint
 }
 
 // verifySoak checks what landed: one completed run per trainer, every
@@ -181,7 +203,7 @@ func verifySoak(t *testing.T, c *collector, platform *rfttest.Server, runs []soa
 		if !run.Finalized {
 			fatalf(t, c, "run %s was not finalized", want.key)
 		}
-		sent := readManifest(t, want.manifest)
+		sent := want.sent(t)
 		for step := int64(1); step <= int64(k.steps); step++ {
 			for _, key := range []string{"loss", "reward/mean", "reward/count", "lr"} {
 				if _, ok := run.Metrics[step][key]; !ok {
@@ -201,7 +223,15 @@ func verifySoak(t *testing.T, c *collector, platform *rfttest.Server, runs []soa
 		}
 		for step := int64(k.stepInterval); step <= int64(k.steps); step += int64(k.stepInterval) {
 			n := sent.TrainByDispatch[strconv.FormatInt(step, 10)]
-			checkStepRows(t, run.ID, step, byStep[step], n)
+			if k.discard {
+				// No bytes kept: the step has its objects here, and the
+				// rows are counted for the whole soak below.
+				if n > 0 && len(byStep[step]) == 0 {
+					fatalf(t, c, "run %s: step %d has %d train episodes and no object", want.key, step, n)
+				}
+			} else {
+				checkStepRows(t, run.ID, step, byStep[step], n)
+			}
 			fig.rows += int(n)
 		}
 		fig.runs++
@@ -210,6 +240,9 @@ func verifySoak(t *testing.T, c *collector, platform *rfttest.Server, runs []soa
 		fig.evalEpisodes += sent.EvalEpisodes
 		fig.objects += len(run.Objects)
 		fig.metricPosts += run.MetricPosts
+	}
+	if got := platform.ConfirmedRows(); k.discard && got != int64(fig.rows) {
+		fatalf(t, c, "%d rows in confirmed objects, want every cadence step's train episodes once: %d", got, fig.rows)
 	}
 	fig.complaints = map[string]int{}
 	for line := range strings.Lines(c.out.String()) {
@@ -226,8 +259,8 @@ func verifySoak(t *testing.T, c *collector, platform *rfttest.Server, runs []soa
 func reportSoak(t *testing.T, k soakKnobs, fig soakFigures, samples []sample) {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "soak: %d runs (%d at once) x %d steps, step delay %s, %d train episodes per step, step_interval %d, queue_size %d\n",
-		k.runs, k.concurrency, k.steps, k.stepDelay, k.episodesPerStep, k.stepInterval, k.queueSize)
+	fmt.Fprintf(&b, "soak: %d runs (%d at once) x %d steps, step delay %s, %d train episodes per step of %d bytes of chat text, step_interval %d, queue_size %d, objects discarded: %v\n",
+		k.runs, k.concurrency, k.steps, k.stepDelay, k.episodesPerStep, k.textBytes, k.stepInterval, k.queueSize, k.discard)
 	fmt.Fprintf(&b, "landed: %d runs completed, %d steps with metrics (%d metric posts), %d sample objects holding %d rows\n",
 		fig.runs, fig.steps, fig.metricPosts, fig.objects, fig.rows)
 	fmt.Fprintf(&b, "sent: %d episodes (%d of them eval)\n", fig.episodes, fig.evalEpisodes)
@@ -244,6 +277,35 @@ func reportSoak(t *testing.T, k soakKnobs, fig soakFigures, samples []sample) {
 	fmt.Fprintf(&b, "live heap after GC: start %s, end %s (%.0f bytes per run, %.0f per step served)\n",
 		mb(fig.heapAtStart/1024), mb(fig.heapAtEnd/1024), float64(fig.heapAtEnd-fig.heapAtStart)/float64(fig.runs),
 		float64(fig.heapAtEnd-fig.heapAtStart)/float64(fig.steps))
+	if len(fig.checkpoints) > 0 {
+		fmt.Fprintf(&b, "checkpoints, each once its part had landed (live heap after a forced GC; RSS just before it):\n")
+		fmt.Fprintf(&b, "%6s %9s %9s %8s %8s %8s %10s %10s %10s %10s %10s %11s\n", "steps", "episodes", "rows", "t", "part", "landing",
+			"live heap", "VmRSS", "RssAnon", "RssFile", "goroutines", "CPU/episode")
+		var prev checkpoint // the start: no episodes, no CPU
+		for _, m := range fig.checkpoints {
+			closed := ""
+			if m.runClosed {
+				closed = "  (run already closed out)"
+			}
+			// The collector's CPU per episode over the part: flat if its
+			// work per episode does not grow with the run.
+			cpu := (m.at.cpu - prev.at.cpu) / time.Duration(max(1, m.episodes-prev.episodes))
+			fmt.Fprintf(&b, "%5d%% %9d %9d %8s %8s %8s %10s %10s %10s %10s %10d %11s%s\n", m.pct, m.episodes, m.rows, m.at.at.Round(time.Second),
+				m.played.Round(time.Second), m.landed.Round(100*time.Millisecond),
+				mb(m.heap/1024), mb(m.at.mem.rss), mb(m.at.mem.anon), mb(m.at.mem.file), m.at.goroutines, cpu.Round(time.Microsecond), closed)
+			prev = m
+		}
+		first, last := fig.checkpoints[0], fig.checkpoints[len(fig.checkpoints)-1]
+		var played time.Duration
+		for _, m := range fig.checkpoints {
+			played += m.played
+		}
+		fmt.Fprintf(&b, "rate while the trainer played: %.0f episodes/s\n", float64(last.episodes)/played.Seconds())
+		growth := func(a, b int64) string { return fmt.Sprintf("%+.1f %%", 100*float64(b-a)/float64(a)) }
+		fmt.Fprintf(&b, "%d%% -> %d%%: live heap %s (%.1f bytes per row landed since), VmRSS %s, RssAnon %s; bound on the live heap +%d %%\n",
+			first.pct, last.pct, growth(first.heap, last.heap), float64(last.heap-first.heap)/float64(last.rows-first.rows),
+			growth(first.at.mem.rss, last.at.mem.rss), growth(first.at.mem.anon, last.at.mem.anon), k.maxGrowthPct)
+	}
 	fmt.Fprintf(&b, "file_storage on disk at the end: %s\n", mb(fig.storageBytes/1024))
 	fmt.Fprintf(&b, "goroutines: start %d, peak sampled %d, end %d\n", first.goroutines, peakG, last.goroutines)
 	fmt.Fprintf(&b, "collector CPU (user+system): %s\n", last.cpu)
@@ -284,4 +346,122 @@ func maxOf(samples []sample, f func(sample) int64) int64 {
 		m = max(m, f(s))
 	}
 	return m
+}
+
+// playInParts plays the soak's one run as one trainer process per part,
+// each ending at the next of k.checkpoints' percentages of its steps (the
+// last at 100 %, with prime.run.end), and reads the collector once each
+// part has landed: every row it sent confirmed and every step's metrics
+// posted, so nothing is in flight but what the run keeps. Each process's
+// -steps is its part's last step, so the run is created with the first
+// part's max_steps and the simulated curves restart each part; neither
+// matters to what is measured.
+func playInParts(t *testing.T, c *collector, trainer, addr string, k soakKnobs, dir string, marks *checkpoints, phase *phase) soakRun {
+	t.Helper()
+	run := soakRun{key: "soak-000", seed: 1}
+	from := 1
+	for _, pct := range k.checkpoints {
+		to := max(from, k.steps*pct/100)
+		status := "none"
+		if pct == 100 {
+			status = "completed"
+		}
+		phase.set("load")
+		began := time.Now()
+		if !run.play(t, trainer, addr, k, dir, from, to, status) {
+			return run
+		}
+		played := time.Since(began)
+		phase.set("land")
+		marks.at(pct, run, k, to, played)
+		from = to + 1
+	}
+	return run
+}
+
+// checkpoint is a reading of the collector at the end of a part of the
+// run, once the part had landed.
+type checkpoint struct {
+	pct       int           // of the run's steps played
+	rows      int64         // confirmed rows of the run so far
+	episodes  int           // sent so far, eval ones included
+	played    time.Duration // the part's trainer, start to exit
+	landed    time.Duration // from the trainer's exit to the last row and metrics
+	runClosed bool          // the run had been closed out already (the 100 % reading came late)
+	at        sample
+	heap      int64 // live heap after a forced GC, bytes
+}
+
+// checkpoints reads the collector at the end of each part of the run and,
+// when dir is set, keeps its heap profile there.
+type checkpoints struct {
+	t        *testing.T
+	c        *collector
+	p        *probe
+	platform *rfttest.Server
+	dir      string // PRIME_SOAK_HEAP_DIR: heap-<pct>.pb.gz profiles; "" keeps none
+
+	taken []checkpoint
+}
+
+// at waits until everything r sent up to step has landed and reads the
+// collector as the pct checkpoint.
+func (m *checkpoints) at(pct int, r soakRun, k soakKnobs, step int, played time.Duration) {
+	m.t.Helper()
+	sent := r.sent(m.t)
+	var rows int64
+	for s, n := range sent.TrainByDispatch {
+		if v, _ := strconv.ParseInt(s, 10, 64); v%int64(k.stepInterval) == 0 {
+			rows += n
+		}
+	}
+	began := time.Now()
+	deadline := began.Add(k.settle)
+	var run rfttest.Run
+	for {
+		if m.platform.ConfirmedRows() >= rows {
+			if runs := m.platform.Runs(); len(runs) == 1 && len(runs[0].Metrics) >= step {
+				run = runs[0]
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			fatalf(m.t, m.c, "%s after the trainer's part to %d%%: %d of %d rows confirmed", k.settle, pct, m.platform.ConfirmedRows(), rows)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cp := checkpoint{pct: pct, rows: m.platform.ConfirmedRows(), episodes: sent.Episodes, played: played,
+		landed: time.Since(began), runClosed: run.Status != rfttest.StatusRunning}
+	var err error
+	if cp.at, err = m.p.take(fmt.Sprintf("%d%%", pct)); err != nil {
+		fatalf(m.t, m.c, "the %d%% checkpoint: %v", pct, err)
+	}
+	if cp.heap, err = m.p.liveHeap(); err != nil {
+		fatalf(m.t, m.c, "the %d%% checkpoint: %v", pct, err)
+	}
+	if m.dir != "" {
+		if err := m.saveProfile(pct); err != nil {
+			fatalf(m.t, m.c, "the %d%% checkpoint's heap profile: %v", pct, err)
+		}
+	}
+	m.taken = append(m.taken, cp)
+}
+
+func (m *checkpoints) saveProfile(pct int) error {
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(m.dir, fmt.Sprintf("heap-%03d.pb.gz", pct)))
+	if err != nil {
+		return err
+	}
+	return errors.Join(m.p.heapProfile(f), f.Close())
+}
+
+// span is the first and last checkpoint, when there are two.
+func (m *checkpoints) span() (first, last checkpoint, ok bool) {
+	if len(m.taken) < 2 {
+		return checkpoint{}, checkpoint{}, false
+	}
+	return m.taken[0], m.taken[len(m.taken)-1], true
 }
