@@ -44,7 +44,10 @@
 //     finalize_timeout. It happens once per run. Collector shutdown finishes
 //     requested close-outs and closes no other run.
 //   - sample_id ranges: a run this process created counts its ranges per
-//     step from 0; an attached run draws from [2^20, 2^21). A range is
+//     step from 0, for its newest 512 steps (maxRangeSteps, so the record
+//     saved with every object stays small); a late object of an older
+//     step, and any object of an attached run, draws at random from the
+//     upper half [2^20, 2^21), which no counter reaches. A range is
 //     taken once per object and kept with its pending upload, so a retry
 //     or a restart never reuses one nor leaves a gap. With a shared store
 //     the counter is the fleet's (below).

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -108,34 +109,60 @@ func (p *pendingObjects) reset() {
 	p.objs.Store(objs)
 }
 
+// maxRangeSteps bounds the steps whose range counters a run keeps, so a
+// long run's record (saved with every object) stays small: the newest
+// steps are kept. A step older than every kept one is below the floor: a
+// late object of it (an off-policy episode of an old step) draws a random
+// range from [fallbackRangeLow, 2^21), above every counted range, as an
+// attached run does; two such objects of one step collide with
+// probability 2^-19.
+const maxRangeSteps = 512
+
+// rangeFloorKey carries the floor in a saved record's ranges, beside the
+// steps; a record without it has no floor.
+const rangeFloorKey = "floor"
+
 // sampleRanges hands out a run's ranges per step.
 type sampleRanges struct {
 	mu         sync.Mutex
 	sequential bool                         // this process created the run
 	next       map[int64]int64              // step → next sequential range
+	floor      int64                        // steps below it are no longer counted
 	used       map[int64]map[int64]struct{} // step → random ranges drawn
 }
 
 func newSampleRanges(sequential bool) *sampleRanges {
-	return &sampleRanges{sequential: sequential, next: map[int64]int64{}, used: map[int64]map[int64]struct{}{}}
+	return &sampleRanges{sequential: sequential, next: map[int64]int64{}, used: map[int64]map[int64]struct{}{}, floor: math.MinInt64}
 }
 
 // take returns a range for one more object of step.
 func (s *sampleRanges) take(step int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sequential {
+	if s.sequential && step >= s.floor {
 		r := s.next[step]
 		s.next[step] = r + 1
+		if len(s.next) > maxRangeSteps {
+			oldest := minKey(s.next)
+			delete(s.next, oldest)
+			s.floor = oldest + 1
+		}
 		return r
+	}
+	low := int64(randomRangeLow)
+	if s.sequential {
+		low = fallbackRangeLow
 	}
 	used := s.used[step]
 	if used == nil {
 		used = map[int64]struct{}{}
 		s.used[step] = used
+		if len(s.used) > maxRangeSteps {
+			delete(s.used, minKey(s.used))
+		}
 	}
 	for {
-		r := randomRangeLow + rand.Int64N(randomRangeHigh-randomRangeLow)
+		r := low + rand.Int64N(randomRangeHigh-low)
 		if _, taken := used[r]; !taken {
 			used[r] = struct{}{}
 			return r
@@ -143,9 +170,19 @@ func (s *sampleRanges) take(step int64) int64 {
 	}
 }
 
+func minKey[V any](m map[int64]V) int64 {
+	first, lowest := true, int64(0)
+	for k := range m {
+		if first || k < lowest {
+			first, lowest = false, k
+		}
+	}
+	return lowest
+}
+
 // reset replaces the counters with empty maps, letting the old ones go.
 func (s *sampleRanges) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.next, s.used = map[int64]int64{}, map[int64]map[int64]struct{}{}
+	s.next, s.used, s.floor = map[int64]int64{}, map[int64]map[int64]struct{}{}, math.MinInt64
 }

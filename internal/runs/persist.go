@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"math"
 	"strconv"
 
 	"go.uber.org/zap"
@@ -120,9 +121,12 @@ func (s *sampleRanges) snapshot() map[string]int64 {
 	if len(s.next) == 0 {
 		return nil
 	}
-	out := make(map[string]int64, len(s.next))
+	out := make(map[string]int64, len(s.next)+1)
 	for step, n := range s.next {
 		out[strconv.FormatInt(step, 10)] = n
+	}
+	if s.floor != math.MinInt64 {
+		out[rangeFloorKey] = s.floor
 	}
 	return out
 }
@@ -131,7 +135,9 @@ func (s *sampleRanges) restore(m map[string]int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, n := range m {
-		if step, err := strconv.ParseInt(k, 10, 64); err == nil {
+		if k == rangeFloorKey {
+			s.floor = n
+		} else if step, err := strconv.ParseInt(k, 10, 64); err == nil {
 			s.next[step] = n
 		}
 	}

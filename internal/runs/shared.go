@@ -43,7 +43,8 @@ const (
 	// sharedCallTimeout bounds the Redis calls made outside a push's
 	// context: letting go of holds and claims, close-outs.
 	sharedCallTimeout = 5 * time.Second
-	// fallbackRangeLow starts the ranges drawn at random when the shared
+	// fallbackRangeLow starts the ranges drawn at random for a step below
+	// a run's range floor (maxRangeSteps), and when the shared
 	// counter cannot be reached in the middle of a push: above every
 	// counted range (a created run counts from 0, an attached one from
 	// randomRangeLow, and neither gets near 2^19 objects in one step).
