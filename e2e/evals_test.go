@@ -459,3 +459,51 @@ func TestAnEvaluationWhoseAccountHasNoPrimeTracesFallsBackToTheSamplesRoute(t *t
 	}
 	t.Logf("routes: %v, trace requests %d", evalRequests(p, ev.ID), p.TraceRequests())
 }
+
+func TestAnOfflineEvaluationIsWrittenToItsDirectory(t *testing.T) {
+	otelcol, _ := binaries(t)
+	dir, addr := t.TempDir(), freeAddr(t)
+	c := startCollector(t, otelcol, offlineSyncConfig, "PRIME_OTLP_HTTP="+addr, "PRIME_OFFLINE_DIR="+dir)
+	m := runEval(t, addr, "-episodes", "20")
+	var evalDir string
+	eventually(t, "evaluation.json recording the end", func() bool {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			raw, err := os.ReadFile(filepath.Join(dir, e.Name(), "evaluation.json"))
+			if err == nil && strings.Contains(string(raw), `"status": "completed"`) {
+				evalDir = filepath.Join(dir, e.Name())
+				return true
+			}
+		}
+		return false
+	}, c.out.String)
+	c.stop()
+	if !strings.HasPrefix(filepath.Base(evalDir), "offline-eval-") {
+		t.Fatalf("offline evaluation ids are offline-eval-<16 hex>, got %s", filepath.Base(evalDir))
+	}
+	raw, err := os.ReadFile(filepath.Join(evalDir, "samples.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]int{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(raw)), "\n") {
+		var s map[string]any
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("samples.jsonl line is not a sample: %v", err)
+		}
+		ids[fmt.Sprint(s["sample_id"])]++
+	}
+	for _, e := range m.Episodes {
+		if ids[e.ID] != 1 {
+			t.Errorf("episode %s is in samples.jsonl %d times", e.ID, ids[e.ID])
+		}
+	}
+	var rec struct {
+		Summary map[string]any `json:"summary"`
+		Spec    map[string]any `json:"spec"`
+	}
+	raw, _ = os.ReadFile(filepath.Join(evalDir, "evaluation.json"))
+	if err := json.Unmarshal(raw, &rec); err != nil || rec.Summary["avg_reward"] == nil || rec.Spec["dataset"] != "gsm8k" {
+		t.Fatalf("evaluation.json: %v\n%s", err, raw)
+	}
+}
