@@ -51,10 +51,13 @@ func syncAll(ctx context.Context, cfg config, stdout, stderr io.Writer, terminal
 
 	reports := offlinesync.Sync(ctx, opts, dirs)
 	for _, r := range reports {
-		if cfg.dryRun && r.Err == nil {
+		if cfg.dryRun && len(r.Plan) > 0 {
 			fmt.Fprintf(stdout, "%s (%s): would\n", r.Dir, r.Identity)
 			for _, p := range r.Plan {
 				fmt.Fprintf(stdout, "  %s\n", p)
+			}
+			if r.Err != nil {
+				fmt.Fprintf(stdout, "  but cannot yet: %v\n", r.Err)
 			}
 			continue
 		}

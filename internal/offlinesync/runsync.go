@@ -68,8 +68,14 @@ func (s *runSync) plan() {
 		add("attach to platform run %s", s.opts.RunID)
 	case s.rec.Attached:
 		add("attach to platform run %s (the run the collector attached to)", s.rec.ID)
+	case s.rec.Spec == nil:
+		add("nothing to create from: %s holds no create body; give --run-id", platform.RunFile)
 	default:
-		add("create a run: model %s, team %s, %d environment(s)", s.rec.Spec.BaseModel, s.team(), len(s.rec.Spec.Environments))
+		team := s.team()
+		if team == "" {
+			team = "(none yet: set --team-id or PRIME_TEAM_ID)"
+		}
+		add("create a run: model %s, team %s, %d environment(s)", s.rec.Spec.BaseModel, team, len(s.rec.Spec.Environments))
 	}
 	lines, n, err := readMetrics(s.dir, s.j.MetricsOffset)
 	if err != nil {

@@ -391,3 +391,16 @@ func TestTheBarShowsRunsObjectsAndBytes(t *testing.T) {
 		assert.Contains(t, out.String(), want)
 	}
 }
+
+func TestADryRunStillPlansWhatItCannotYetSendAndSaysWhy(t *testing.T) {
+	f := newFixture(t)
+	dir := offlineRun(t, "", []int64{2}, completed)
+	opts := f.options()
+	opts.DryRun, opts.Platform = true, nil
+	r := Sync(context.Background(), opts, []string{dir})[0]
+	assert.Equal(t, Misconfigured, r.Outcome)
+	assert.ErrorContains(t, r.Err, "set --team-id or PRIME_TEAM_ID")
+	require.NotEmpty(t, r.Plan)
+	assert.Contains(t, r.Plan[0], "team (none yet: set --team-id or PRIME_TEAM_ID)")
+	assert.Empty(t, f.platform.Requests())
+}

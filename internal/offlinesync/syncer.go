@@ -124,12 +124,17 @@ func syncRun(ctx context.Context, opts *Options, dir string) Report {
 	}
 	s := &runSync{opts: opts, dir: dir, rec: rec, j: j, rep: &rep}
 	s.journal = &journalWriter{dir: dir, mu: &s.mu, j: j}
+	if opts.DryRun {
+		// A dry run says what it would send even when the real sync would
+		// stop, and says why it would.
+		s.plan()
+		if err := s.check(); err != nil {
+			return failed(rep, err)
+		}
+		return rep
+	}
 	if err := s.check(); err != nil {
 		return failed(rep, err)
-	}
-	if opts.DryRun {
-		s.plan()
-		return rep
 	}
 	err = s.run(ctx)
 	rep.RunID = j.RunID
