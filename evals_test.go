@@ -89,3 +89,29 @@ func TestAnEvaluationAndATrainingRunOfOneKeyAreTwoRunsOnThePlatform(t *testing.T
 	assert.Len(t, h.platform.Evaluations(), 1)
 	assert.Len(t, h.platform.Runs(), 1)
 }
+
+func TestTwoCollectorsOnOneRedisCreateOneEvaluationAndDeliverEachSampleOnce(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.collector(), f.collector()
+	ctx := context.Background()
+	// The create is slow, so that the other collector's first data comes
+	// while it is on its way.
+	f.platform.Inject(rfttest.RouteEvalCreate, rfttest.Fault{Delay: 200 * time.Millisecond})
+	concurrently(
+		func() { assert.NoError(t, a.exp.pushLogs(ctx, events(evalRun("fleet-eval"), plainSample("s-a", 1)))) },
+		func() { assert.NoError(t, b.exp.pushLogs(ctx, events(evalRun("fleet-eval"), plainSample("s-b", 0)))) },
+	)
+	// A replay through the other collector leaves out what was delivered.
+	require.NoError(t, b.exp.pushLogs(ctx, events(evalRun("fleet-eval"), plainSample("s-a", 1))))
+	assert.Equal(t, 1, f.paths("/evaluations/"), "one create request for the fleet")
+	ev := a.onlyEvaluation()
+	assert.Len(t, ev.Samples, 2)
+	require.NoError(t, a.exp.pushLogs(ctx, events(evalRun("fleet-eval"), runEnd("completed", ""))))
+	require.Eventually(t, func() bool {
+		e, _ := f.platform.Evaluation(ev.ID)
+		return e.Finalized
+	}, 10*time.Second, 10*time.Millisecond)
+	a.shutdown()
+	b.shutdown()
+	assert.Equal(t, 1, f.paths("/finalize"), "finalized once")
+}
