@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -143,7 +141,9 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 			traces, b.closeIdle = t, func() { online.CloseIdleConnections(); t.CloseIdleConnections() }
 		}
 		rc.RequireTeam = true
-		rc.Where = func(id string) zap.Field { return zap.String("dashboard", dashboardURL(e.cfg.FrontendURL, id)) }
+		rc.Where = func(id string) zap.Field {
+			return zap.String("dashboard", rft.TrainingDashboardURL(e.cfg.FrontendURL, id))
+		}
 		rc.WhereEval = func(id string) zap.Field {
 			return zap.String("dashboard", rft.Evaluation{ID: id}.DashboardURL(e.cfg.FrontendURL))
 		}
@@ -328,9 +328,4 @@ func (e *primeExporter) backend() *backend {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.live
-}
-
-// dashboardURL is <frontend>/dashboard/training/<run id>.
-func dashboardURL(frontend, runID string) string {
-	return strings.TrimRight(frontend, "/") + "/dashboard/training/" + url.PathEscape(runID)
 }

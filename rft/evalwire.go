@@ -78,6 +78,12 @@ func (e Evaluation) DashboardURL(frontend string) string {
 	return strings.TrimRight(frontend, "/") + "/dashboard/evaluations/" + url.PathEscape(e.ID)
 }
 
+// TrainingDashboardURL is where a person finds a training run:
+// <frontend>/dashboard/training/<run id>.
+func TrainingDashboardURL(frontend, runID string) string {
+	return strings.TrimRight(frontend, "/") + "/dashboard/training/" + url.PathEscape(runID)
+}
+
 // updateEvaluationRequest is route 5's body, PUT /evaluations/{id}: the
 // config (which replaces the whole metadata document) and the summary.
 // Each is left out when empty; the call is skipped when both are.

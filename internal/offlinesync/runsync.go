@@ -149,7 +149,7 @@ func (s *runSync) ensureRun(ctx context.Context) error {
 			return err
 		})
 		if err != nil {
-			if platform.Permanent(err) && !isKeyRefused(err) {
+			if platform.Permanent(err) && !platform.KeyRefused(err) {
 				return configError("%s: the platform refused to create the run (team %s): %w", s.dir, origin.TeamID, err)
 			}
 			return fmt.Errorf("%s: creating the run: %w", s.dir, err)
@@ -205,7 +205,7 @@ func (s *runSync) postMetrics(ctx context.Context) error {
 // refusedForGood is a refusal of one item (not of the key): recorded and
 // skipped, as the exporter drops a rejected record.
 func refusedForGood(err error) bool {
-	return !isKeyRefused(err) && (platform.Permanent(err) || errors.As(err, new(misconfigured)))
+	return !platform.KeyRefused(err) && (platform.Permanent(err) || errors.As(err, new(misconfigured)))
 }
 
 // uploadObjects uploads every object not yet confirmed, Parallel at a time.
@@ -367,7 +367,7 @@ func (s *runSync) retry(ctx context.Context, call func() error) error {
 	wait := time.Second
 	for {
 		err := call()
-		if err == nil || platform.Permanent(err) || isKeyRefused(err) || ctx.Err() != nil {
+		if err == nil || platform.Permanent(err) || platform.KeyRefused(err) || ctx.Err() != nil {
 			return err
 		}
 		d := cmp.Or(platform.RetryAfter(err), wait)

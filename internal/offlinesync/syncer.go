@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/primeintellect/primeexporter/internal/platform"
@@ -139,7 +137,7 @@ func syncRun(ctx context.Context, opts *Options, dir string) Report {
 	err = s.run(ctx)
 	rep.RunID = j.RunID
 	if j.RunID != "" {
-		rep.Dashboard = dashboardURL(opts.Frontend, j.RunID)
+		rep.Dashboard = rft.TrainingDashboardURL(opts.Frontend, j.RunID)
 	}
 	rep.Refused = len(j.MetricsRefused)
 	for _, o := range j.Objects {
@@ -148,7 +146,7 @@ func syncRun(ctx context.Context, opts *Options, dir string) Report {
 		}
 	}
 	if err != nil {
-		if isKeyRefused(err) {
+		if platform.KeyRefused(err) {
 			err = ErrKeyRefused
 		}
 		return failed(rep, err)
@@ -159,23 +157,6 @@ func syncRun(ctx context.Context, opts *Options, dir string) Report {
 func failed(rep Report, err error) Report {
 	rep.Err, rep.Outcome = err, outcomeOf(err)
 	return rep
-}
-
-// dashboardURL is <frontend>/dashboard/training/<run id>, as the exporter
-// logs it.
-func dashboardURL(frontend, runID string) string {
-	if frontend == "" {
-		return ""
-	}
-	return strings.TrimRight(frontend, "/") + "/dashboard/training/" + url.PathEscape(runID)
-}
-
-func isKeyRefused(err error) bool {
-	if errors.Is(err, platform.ErrUnauthorized) {
-		return true
-	}
-	rerr, ok := rft.AsError(err)
-	return ok && rerr.Class == rft.ClassUnauthorized
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

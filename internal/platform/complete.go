@@ -2,7 +2,6 @@ package platform
 
 import (
 	"context"
-	"errors"
 
 	"github.com/primeintellect/primeexporter/rft"
 )
@@ -13,14 +12,9 @@ import (
 // sent. A refused key is not a refusal of finalize: nothing else is tried.
 func Complete(ctx context.Context, api Runs, runID string, exitCode int, refused func(error)) error {
 	err := api.Finalize(ctx, runID, exitCode)
-	if !Permanent(err) || errors.Is(err, ErrUnauthorized) || isUnauthorized(err) {
+	if !Permanent(err) || KeyRefused(err) {
 		return err
 	}
 	refused(err)
 	return api.SetStatus(ctx, runID, rft.StatusCompleted, "")
-}
-
-func isUnauthorized(err error) bool {
-	rerr, ok := rft.AsError(err)
-	return ok && rerr.Class == rft.ClassUnauthorized
 }

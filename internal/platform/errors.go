@@ -57,6 +57,17 @@ func Down(err error) bool {
 	return rerr.Class == rft.ClassTransportUnsent || rerr.Class == rft.ClassTransportAmbiguous
 }
 
+// KeyRefused reports the platform's refusal of the API key (401), as the
+// rft client returns it or as Online reports every call after it: no
+// call can succeed until the key changes.
+func KeyRefused(err error) bool {
+	if errors.Is(err, ErrUnauthorized) {
+		return true
+	}
+	rerr, ok := rft.AsError(err)
+	return ok && rerr.Class == rft.ClassUnauthorized
+}
+
 // Class names an error's class, for log de-duplication keys.
 func Class(err error) string {
 	if rerr, ok := rft.AsError(err); ok {

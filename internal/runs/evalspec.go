@@ -5,13 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/platform"
-	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -51,7 +49,7 @@ func buildEvalSpec(res pcommon.Resource, teamID string) (evalSpec, error) {
 		Tags:        []string{},
 	}
 	if v, ok := attrs.Get(attrRunEnvironments); ok {
-		list, err := environmentList(v)
+		list, err := stringList(attrRunEnvironments, v)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -88,30 +86,6 @@ func buildEvalSpec(res pcommon.Resource, teamID string) (evalSpec, error) {
 		}
 	}
 	return spec, errors.Join(errs...)
-}
-
-// stringList accepts a string array or a comma-separated string.
-func stringList(key string, v pcommon.Value) ([]string, error) {
-	out := []string{}
-	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		for part := range strings.SplitSeq(v.Str(), ",") {
-			if p := strings.TrimSpace(part); p != "" {
-				out = append(out, p)
-			}
-		}
-	case pcommon.ValueTypeSlice:
-		for i, item := range v.Slice().All() {
-			s, ok := pvalue.String(item)
-			if !ok {
-				return nil, fmt.Errorf("resource attribute %s[%d] must be a string, got %s", key, i, pvalue.TypeName(item))
-			}
-			out = append(out, s)
-		}
-	default:
-		return nil, fmt.Errorf("resource attribute %s must be a string array, got %s", key, pvalue.TypeName(v))
-	}
-	return out, nil
 }
 
 // evalCreation resolves the evaluation's environments through the hub and

@@ -133,7 +133,7 @@ func buildCreateRequest(res pcommon.Resource, d Defaults, teamID string) (rft.Cr
 
 	envs := d.Environments
 	if v, ok := attrs.Get(attrRunEnvironments); ok {
-		list, err := environmentList(v)
+		list, err := stringList(attrRunEnvironments, v)
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -160,9 +160,10 @@ func buildCreateRequest(res pcommon.Resource, d Defaults, teamID string) (rft.Cr
 	return req, errors.Join(errs...)
 }
 
-// environmentList accepts a string array or a comma-separated string.
-func environmentList(v pcommon.Value) ([]string, error) {
-	var out []string
+// stringList reads a list attribute: a string array or a comma-separated
+// string, each item trimmed.
+func stringList(key string, v pcommon.Value) ([]string, error) {
+	out := []string{}
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
 		for part := range strings.SplitSeq(v.Str(), ",") {
@@ -174,12 +175,12 @@ func environmentList(v pcommon.Value) ([]string, error) {
 		for i, item := range v.Slice().All() {
 			s, ok := pvalue.String(item)
 			if !ok {
-				return nil, fmt.Errorf("resource attribute %s[%d] must be a string, got %s", attrRunEnvironments, i, pvalue.TypeName(item))
+				return nil, fmt.Errorf("resource attribute %s[%d] must be a string, got %s", key, i, pvalue.TypeName(item))
 			}
 			out = append(out, strings.TrimSpace(s))
 		}
 	default:
-		return nil, fmt.Errorf("resource attribute %s must be a string array or a comma-separated string, got %s", attrRunEnvironments, pvalue.TypeName(v))
+		return nil, fmt.Errorf("resource attribute %s must be a string array or a comma-separated string, got %s", key, pvalue.TypeName(v))
 	}
 	return out, nil
 }
