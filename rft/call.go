@@ -35,6 +35,16 @@ type exchange struct {
 	attempts int
 }
 
+// mayRetry is r's replay rule: a retryable failure is sent again in place
+// on a replayable route, and on any other only when it proves the request
+// was never processed.
+func (r route) mayRetry(e *Error) bool {
+	if !e.Retryable() {
+		return false
+	}
+	return r.replayable || e.Class == ClassTransportUnsent || e.StatusCode == http.StatusTooManyRequests
+}
+
 // call sends payload as JSON on r, retrying in place as r's policy allows.
 func (c *Client) call(ctx context.Context, r route, payload any) (exchange, error) {
 	body, err := json.Marshal(payload) // compact UTF-8
@@ -42,14 +52,7 @@ func (c *Client) call(ctx context.Context, r route, payload any) (exchange, erro
 		return exchange{}, c.refuse(r.op, "cannot encode the request as JSON: "+err.Error())
 	}
 	url := c.prefix + r.path
-	mayRetry := func(e *Error) bool {
-		if !e.Retryable() {
-			return false
-		}
-		// Only failures that prove the request was never processed.
-		return r.replayable || e.Class == ClassTransportUnsent || e.StatusCode == http.StatusTooManyRequests
-	}
-	return c.retry(ctx, r.op, c.maxAttempts, mayRetry, func(ctx context.Context) (exchange, *Error) {
+	return c.retry(ctx, r.op, c.maxAttempts, r.mayRetry, func(ctx context.Context) (exchange, *Error) {
 		req, err := http.NewRequestWithContext(ctx, r.method, url, bytes.NewReader(body))
 		if err != nil {
 			return exchange{}, c.refuse(r.op, "cannot build the request: "+err.Error())

@@ -451,15 +451,7 @@ func (c *Client) evalCall(ctx context.Context, r route, payload any) (exchange, 
 // only, Content-Type only with a body) and the /api/v1 prefix.
 func (c *Client) evalSend(ctx context.Context, r route, body []byte) (exchange, error) {
 	target := c.evalPrefix() + r.path
-	mayRetry := func(e *Error) bool {
-		if !e.Retryable() {
-			return false
-		}
-		// A route that is not replayable only after a failure that proves
-		// the request was never processed.
-		return r.replayable || e.Class == ClassTransportUnsent || e.StatusCode == http.StatusTooManyRequests
-	}
-	return c.retry(ctx, r.op, c.maxAttempts, mayRetry, func(ctx context.Context) (exchange, *Error) {
+	return c.retry(ctx, r.op, c.maxAttempts, r.mayRetry, func(ctx context.Context) (exchange, *Error) {
 		var rd io.Reader
 		if body != nil {
 			rd = bytes.NewReader(body)
