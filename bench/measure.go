@@ -15,6 +15,7 @@ type result struct {
 	wall     time.Duration // first send → last episode landed
 	cpu      time.Duration // the collector's, over the same window
 	peakRSS  int64         // the collector's VmHWM at the end, bytes
+	peakQ    int64         // the most the exporter's sending queue held, bytes (sampled)
 	retries  int64         // requests the receiver refused and the senders sent again
 	episodes int64         // landed, as the target counts them
 }
@@ -78,12 +79,15 @@ func measure(ctx context.Context, o runOptions, l *load, config string, rep int,
 
 	runCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	peakQ := sampleQueue(runCtx, tel)
 	retries, err := sendAll(runCtx, grpcAddr, l, o.senders)
 	if err != nil {
 		return result{}, fmt.Errorf("%s: sending: %w\n%s", name, err, c.tail(20))
 	}
 	landed, err := waitLanded(runCtx, tgt, c, int64(l.spec.episodes))
 	wall := time.Since(start)
+	cancel()
+	q := <-peakQ
 	if err != nil {
 		return result{}, fmt.Errorf("%s: %d of %d episodes landed: %w\n%s", name, landed, l.spec.episodes, err, diagnose(ctx, tel, c))
 	}
@@ -103,7 +107,34 @@ func measure(ctx context.Context, o runOptions, l *load, config string, rep int,
 			return result{}, fmt.Errorf("%s: profile: %w", name, err)
 		}
 	}
-	return result{config: config, wall: wall, cpu: cpu1 - cpu0, peakRSS: hwm, retries: retries, episodes: landed}, nil
+	return result{config: config, wall: wall, cpu: cpu1 - cpu0, peakRSS: hwm, peakQ: q, retries: retries, episodes: landed}, nil
+}
+
+// sampleQueue polls the collector's otelcol_exporter_queue_size (bytes,
+// with the bytes sizer) every 20 ms until ctx ends, then sends the largest
+// value seen: whether a configuration's memory is its queue filling up
+// (the exporter draining slower than the receiver fills) or its own.
+func sampleQueue(ctx context.Context, tel telemetry) <-chan int64 {
+	out := make(chan int64, 1)
+	go func() {
+		var peak int64
+		defer func() { out <- peak }()
+		for {
+			if ss, err := tel.scrape(ctx); err == nil {
+				for _, s := range ss {
+					if s.name == "otelcol_exporter_queue_size" {
+						peak = max(peak, int64(s.value))
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return out
 }
 
 // waitLanded polls the target until want episodes have landed. Polling

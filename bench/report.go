@@ -14,6 +14,7 @@ type figures struct {
 	mbPerSec       float64 // OTLP protobuf bytes sent, 10^6 per MB
 	cpuPer1k       time.Duration
 	peakRSS        int64
+	peakQueue      int64
 	wall           time.Duration
 	retries        int64 // the most any rep needed
 }
@@ -33,6 +34,7 @@ func summarize(l *load, runs []result) figures {
 	f.mbPerSec = per(func(r result) float64 { return float64(l.bytes) / 1e6 / r.wall.Seconds() })
 	f.cpuPer1k = time.Duration(per(func(r result) float64 { return float64(r.cpu) * 1000 / eps }))
 	f.peakRSS = int64(per(func(r result) float64 { return float64(r.peakRSS) }))
+	f.peakQueue = int64(per(func(r result) float64 { return float64(r.peakQ) }))
 	f.wall = time.Duration(per(func(r result) float64 { return float64(r.wall) }))
 	for _, r := range runs {
 		f.retries = max(f.retries, r.retries)
@@ -57,14 +59,14 @@ func printLoad(w io.Writer, l *load, reps int, figs map[string]figures) {
 	fmt.Fprintf(w, "\nload %s: %d episodes of ~%.1f KB (%.1f MB of OTLP in %d requests), %d runs; median of %d reps\n",
 		l.spec.name, l.spec.episodes, float64(l.bytes)/float64(l.spec.episodes)/1024, float64(l.bytes)/1e6,
 		len(l.requests), l.spec.runs, reps)
-	fmt.Fprintf(w, "%-10s %12s %9s %16s %14s %8s %8s\n", "config", "episodes/s", "MB/s", "CPU ms/1k ep", "peak RSS MiB", "wall s", "retries")
+	fmt.Fprintf(w, "%-10s %12s %9s %16s %14s %12s %8s %8s\n", "config", "episodes/s", "MB/s", "CPU ms/1k ep", "peak RSS MiB", "peak queue", "wall s", "retries")
 	for _, c := range configurations {
 		f, ok := figs[c]
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(w, "%-10s %12.0f %9.1f %16.1f %14.0f %8.2f %8d\n", c, f.episodesPerSec, f.mbPerSec,
-			float64(f.cpuPer1k)/float64(time.Millisecond), float64(f.peakRSS)/(1<<20), f.wall.Seconds(), f.retries)
+		fmt.Fprintf(w, "%-10s %12.0f %9.1f %16.1f %14.0f %12.0f %8.2f %8d\n", c, f.episodesPerSec, f.mbPerSec,
+			float64(f.cpuPer1k)/float64(time.Millisecond), float64(f.peakRSS)/(1<<20), float64(f.peakQueue)/(1<<20), f.wall.Seconds(), f.retries)
 	}
 }
 

@@ -147,11 +147,14 @@ func writeSortedMap(sb *strings.Builder, m pcommon.Map) {
 
 // Size estimates the length of v's JSON, so a builder can be sized once
 // instead of doubling (and copying) its way through megabytes of chat.
-// Escapes are not counted: chat text has few.
+// Escapes are not counted, they are allowed for: a sixteenth of a string's
+// length covers chat text's newlines (one every few dozen bytes), where an
+// exact fit would overflow by them and double the builder, copying and
+// allocating the whole text again.
 func Size(v pcommon.Value) int {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
-		return len(v.Str()) + 2
+		return len(v.Str()) + len(v.Str())/16 + 2
 	case pcommon.ValueTypeMap:
 		n := 2
 		v.Map().Range(func(k string, mv pcommon.Value) bool {

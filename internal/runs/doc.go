@@ -54,10 +54,12 @@
 //   - Everything that a restart must not forget (run id, end, ranges,
 //     pending uploads, delivered episodes) is written to the store before
 //     the step that depends on it goes on.
-//   - Memory is bounded: the sent values (65,536 per run), pending uploads
-//     (256 per run) and the in-memory delivered set (2^18) are LRU caches,
-//     and a closed run keeps only a small tombstone, so later data for it
-//     is refused rather than starting a new run.
+//   - Memory is bounded and flat in a run's length: the sent values are
+//     exact for the newest 512 steps, then kept per key as ranges of sent
+//     steps (at most 256 a key; sentValues); pending uploads (256 per run)
+//     and the in-memory delivered set (2^18) are LRU caches; and a closed
+//     run keeps only a small tombstone, so later data for it is refused
+//     rather than starting a new run.
 //
 // # Shared registry (RedisStore)
 //

@@ -5,21 +5,13 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"sync/atomic"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/stepmetrics"
 )
-
-// maxSentValuesPerRun bounds what a run remembers of sent points. With
-// cumulative temporality every export repeats every step seen so far; the
-// most recent steps are the ones repeated, so forgetting the least recently
-// sent first costs at worst a replay, which the platform merges.
-const maxSentValuesPerRun = 1 << 16
 
 // StepBatch is one run's metric values by step: all points of one run and
 // step become one post.
@@ -93,51 +85,3 @@ func (l Lease) PostSteps(ctx context.Context, signal string, b StepBatch) (map[i
 	}
 	return failed, platform.Retryable(errors.Join(errs...))
 }
-
-type sentKey struct {
-	step int64
-	key  string
-}
-
-// sentValues remembers the last value sent per (step, key).
-type sentValues struct {
-	vals atomic.Pointer[lru.Cache[sentKey, float64]]
-	sent atomic.Int64
-}
-
-func newSentValues() *sentValues {
-	s := &sentValues{}
-	s.reset()
-	return s
-}
-
-// reset forgets every value, keeping the count sent. The cache is replaced,
-// not purged: a Go map keeps its buckets after its entries are deleted,
-// which cost about 300 KB per closed run in the soak test.
-func (s *sentValues) reset() {
-	vals, _ := lru.New[sentKey, float64](maxSentValuesPerRun) // errs only on a size < 1
-	s.vals.Store(vals)
-}
-
-// unsent returns the values of one step not already sent with the same
-// value.
-func (s *sentValues) unsent(step int64, values map[string]float64) map[string]float64 {
-	out := make(map[string]float64, len(values))
-	for k, v := range values {
-		if old, ok := s.vals.Load().Peek(sentKey{step, k}); ok && old == v {
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// markSent records a step's values after the platform accepted them.
-func (s *sentValues) markSent(step int64, values map[string]float64) {
-	for k, v := range values {
-		s.vals.Load().Add(sentKey{step, k}, v)
-	}
-	s.sent.Add(int64(len(values)))
-}
-
-func (s *sentValues) total() int { return int(s.sent.Load()) }

@@ -35,38 +35,64 @@ func RewriteRunID(src []byte, runID string) ([]byte, error) {
 		return nil, err
 	}
 
-	// The columns are rebuilt on the table's own schema, without the field
-	// ids the reader attached, so the file is the one the encoder writes.
-	cols := make([]arrow.Column, tbl.NumCols())
+	cols := make([]arrow.Array, tbl.NumCols())
 	for i := range cols {
-		col := tbl.Column(i)
-		if i != 0 { // run_id is the first column (Schema)
-			cols[i] = *arrow.NewColumn(schema.Field(i), col.Data())
-			defer cols[i].Release()
-			continue
+		// An object the encoder wrote reads back as one chunk a column; a
+		// reader may split a column, so chunks are joined.
+		col, err := array.Concatenate(tbl.Column(i).Data().Chunks(), mem)
+		if err != nil {
+			return nil, fmt.Errorf("sampletable: reading column %s: %w", schema.Field(i).Name, err)
 		}
-		chunks := make([]arrow.Array, 0, len(col.Data().Chunks()))
-		for _, c := range col.Data().Chunks() {
-			chunks = append(chunks, sameString(mem, c, runID))
-		}
-		ch := arrow.NewChunked(col.DataType(), chunks)
-		for _, c := range chunks {
-			c.Release()
-		}
-		cols[i] = *arrow.NewColumn(schema.Field(i), ch)
-		ch.Release()
-		defer cols[i].Release()
+		defer col.Release()
+		cols[i] = col
 	}
-	out := array.NewTable(schema, cols, tbl.NumRows())
-	defer out.Release()
 
 	var buf bytes.Buffer
 	buf.Grow(len(src) + int(tbl.NumRows())*len(runID))
-	// One row group, as the encoder writes it.
-	if err := pqarrow.WriteTable(out, &buf, max(tbl.NumRows(), 1), writerProperties(mem), arrowWriterProperties()); err != nil {
+	// The encoder's writer, so the object is the one it writes online.
+	if err := newFileWriter(schema).write(&buf, &arrayCells{cols: cols, runID: runID}); err != nil {
 		return nil, fmt.Errorf("sampletable: writing the object: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// arrayCells are the columns of an object read back, with every non-null
+// run_id replaced.
+type arrayCells struct {
+	cols  []arrow.Array
+	runID string
+}
+
+func (t *arrayCells) numRows() int { return t.cols[0].Len() }
+
+func (t *arrayCells) str(col, row int) (string, bool) {
+	a := t.cols[col].(*array.String)
+	if a.IsNull(row) {
+		return "", false
+	}
+	if col == iRunID {
+		return t.runID, true
+	}
+	return a.Value(row), true
+}
+
+func (t *arrayCells) int(col, row int) (int64, bool) {
+	a := t.cols[col]
+	if a.IsNull(row) {
+		return 0, false
+	}
+	if ts, ok := a.(*array.Timestamp); ok {
+		return int64(ts.Value(row)), true
+	}
+	return a.(*array.Int64).Value(row), true
+}
+
+func (t *arrayCells) float(col, row int) (float64, bool) {
+	a := t.cols[col].(*array.Float64)
+	if a.IsNull(row) {
+		return 0, false
+	}
+	return a.Value(row), true
 }
 
 // sameColumns holds when got has want's column names and types, in order.
@@ -80,21 +106,4 @@ func sameColumns(got, want *arrow.Schema) error {
 		}
 	}
 	return nil
-}
-
-// sameString is a run_id chunk like like with every value runID; a null stays
-// null.
-func sameString(mem memory.Allocator, like arrow.Array, runID string) arrow.Array {
-	b := array.NewStringBuilder(mem)
-	defer b.Release()
-	b.Reserve(like.Len())
-	b.ReserveData(like.Len() * len(runID))
-	for i := range like.Len() {
-		if like.IsNull(i) {
-			b.AppendNull()
-		} else {
-			b.Append(runID)
-		}
-	}
-	return b.NewArray()
 }

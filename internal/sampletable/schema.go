@@ -2,10 +2,6 @@ package sampletable
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // The table's columns (rft-api.md "The training sample table"), in order.
@@ -67,31 +63,8 @@ func Schema() *arrow.Schema {
 // freeText are the columns of large, mostly unique text: the chat, the
 // trajectory and the JSON documents. A dictionary of them never pays (each
 // value is new), and building one costs a hash of every value and a copy
-// of the column before the writer falls back to PLAIN; min/max statistics
+// of the column before a writer falls back to PLAIN; min/max statistics
 // of them serve no query and would copy two whole values into the footer.
+// They are written PLAIN without min/max (parquet.go), like every column:
+// the short ones are small beside them, and Snappy takes their repeats.
 var freeText = []string{colPrompt, colCompletion, colTrajectory, colTask, colInfo, colMetrics, colTiming}
-
-// writerProperties follow what the viewer reads (rft-api.md: the schema,
-// the values and snappy hold; encodings are the writer's choice): snappy
-// everywhere; dictionary encoding and statistics on the short, repeated
-// columns (run_id, tag, env_name, answer) and the numbers, where they
-// compress and prune; PLAIN without statistics on the free text. alloc
-// holds every buffer the writer makes.
-func writerProperties(alloc memory.Allocator) *parquet.WriterProperties {
-	opts := []parquet.WriterProperty{
-		parquet.WithAllocator(alloc),
-		parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithDictionaryDefault(true),
-		parquet.WithStats(true),
-	}
-	for _, col := range freeText {
-		opts = append(opts, parquet.WithDictionaryFor(col, false), parquet.WithStatsFor(col, false))
-	}
-	return parquet.NewWriterProperties(opts...)
-}
-
-// arrowWriterProperties store the Arrow schema in the file, as pyarrow
-// does, so Arrow readers get the timestamp's time zone back exactly.
-func arrowWriterProperties() pqarrow.ArrowWriterProperties {
-	return pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())
-}
