@@ -49,7 +49,7 @@ func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		return nil
 	}
 	retry := plog.NewLogs()
-	errs := pushEach(b.reg, ld.ResourceLogs(), retry.ResourceLogs(), func(rl plog.ResourceLogs) error {
+	errs := pushEach(b.reg, ld.ResourceLogs(), retry.ResourceLogs(), plog.NewLogs, plog.Logs.ResourceLogs, func(rl plog.ResourceLogs, retry plog.Logs) error {
 		return e.pushResourceLogs(ctx, b, rl, retry)
 	})
 	if len(errs) == 0 {

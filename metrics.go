@@ -27,7 +27,7 @@ func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) err
 	}
 	opts := stepmetrics.Options{StepMetric: e.cfg.Metrics.StepMetric}
 	retry := pmetric.NewMetrics()
-	errs := pushEach(b.reg, md.ResourceMetrics(), retry.ResourceMetrics(), func(rm pmetric.ResourceMetrics) error {
+	errs := pushEach(b.reg, md.ResourceMetrics(), retry.ResourceMetrics(), pmetric.NewMetrics, pmetric.Metrics.ResourceMetrics, func(rm pmetric.ResourceMetrics, retry pmetric.Metrics) error {
 		return e.pushResourceMetrics(ctx, b, rm, opts, retry)
 	})
 	if len(errs) == 0 {

@@ -52,6 +52,17 @@ func (g *Registry) MarkHandedBack(res pcommon.Resource, appended []pcommon.Resou
 	}
 }
 
+// RunKey names the run a resource's data belongs to, "" when it names
+// none: a push keeps one run's resources in order and may send different
+// runs at once.
+func (g *Registry) RunKey(res pcommon.Resource) string {
+	ident, err := resolveIdentity(res, g.cfg.Defaults, g.cfg.EvalID)
+	if err != nil {
+		return ""
+	}
+	return ident.key()
+}
+
 // Settle forgets the hand-back a resource carries, if any: its data is
 // being pushed again (and is handed back anew if it fails again). A push
 // settles a resource only when it is done with it: until then its data is

@@ -129,7 +129,10 @@ func fromColumns(attrs pcommon.Map, b body, created time.Time) (Record, error) {
 
 	ep.Completion = optJSON(&src, colCompletion)
 	if ep.Completion == nil && t.last.messages.ok {
-		s := jsonText(t.last.messages.field)
+		s := t.lastMessages
+		if s == "" {
+			s = jsonText(t.last.messages.field)
+		}
 		ep.Completion = &s
 	}
 	ep.Task = optJSON(&src, colTask)

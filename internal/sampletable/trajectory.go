@@ -23,6 +23,11 @@ type trajectory struct {
 	text     string
 	branches int
 	last     branchTail
+	// lastMessages is the last branch's "messages" as written into text,
+	// when that is the completion's JSON too (a list or map value): the
+	// completion then shares the trajectory's bytes instead of encoding
+	// the same chat a second time.
+	lastMessages string
 }
 
 // optField is a field that may be absent.
@@ -113,6 +118,7 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 	}
 	var sb strings.Builder
 	sb.Grow(pjson.Size(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4))
+	var messages span
 	sb.WriteByte('[')
 	for i := 0; i < branches.Len(); i++ {
 		b := branches.At(i)
@@ -134,10 +140,16 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 			n++
 			pjson.WriteString(&sb, k)
 			sb.WriteByte(':')
-			if k == branchAdvantage {
+			switch {
+			case k == branchAdvantage:
 				seen = true
 				sb.WriteString(adv)
-			} else {
+			case k == branchMessages && i == branches.Len()-1 && v.Type() != pcommon.ValueTypeEmpty:
+				// The last non-empty "messages" is the one branchTail keeps.
+				start := sb.Len()
+				pjson.Write(&sb, v)
+				messages = span{start, sb.Len(), v.Type() == pcommon.ValueTypeSlice || v.Type() == pcommon.ValueTypeMap}
+			default:
 				pjson.Write(&sb, v)
 			}
 			return true
@@ -146,6 +158,9 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 	}
 	sb.WriteByte(']')
 	t.text = sb.String()
+	if messages.container {
+		t.lastMessages = t.text[messages.start:messages.end]
+	}
 
 	t.last.index = t.branches - 1
 	branches.At(t.last.index).Map().Range(func(k string, v pcommon.Value) bool {
@@ -155,6 +170,12 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 		return true
 	})
 	return t, nil
+}
+
+// span is where a value was written in a builder.
+type span struct {
+	start, end int
+	container  bool
 }
 
 func textTrajectory(f field, text, adv string) (trajectory, error) {
