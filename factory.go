@@ -46,6 +46,13 @@ func createDefaultConfig() component.Config {
 	// The platform answers within seconds; a hung request should fail the
 	// attempt, not hold a queue consumer.
 	client.Timeout = 30 * time.Second
+	// A push sends up to maxRunsAtOnce runs side by side on each queue
+	// consumer; with Go's default of two idle connections per host every
+	// further request dialled (and, against the platform, handshook TLS)
+	// anew.
+	keepalive := confighttp.NewDefaultKeepaliveClientConfig()
+	keepalive.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	client.Keepalive = configoptional.Some(keepalive)
 	return &Config{
 		ClientConfig: client,
 		QueueConfig:  configoptional.Some(defaultQueueConfig()),
@@ -56,9 +63,9 @@ func createDefaultConfig() component.Config {
 		Samples: SamplesConfig{
 			StepInterval:    10,
 			MaxEpisodeBytes: 32 << 20,
-			// An object being encoded holds about three times its text
-			// (rows, Arrow columns, pages): with one encode per core this
-			// bounds encoding to ~100 MiB a core.
+			// An object being encoded holds about twice its text (its
+			// rows, then its Parquet bytes): with one encode per core this
+			// bounds encoding to ~64 MiB a core.
 			MaxObjectBytes: 32 << 20,
 		},
 		Metrics: MetricsConfig{StepMetric: "step"},

@@ -86,3 +86,11 @@ func TestAStorageExtensionThatIsNotConfiguredFailsTheStart(t *testing.T) {
 	require.ErrorContains(t, err, `storage: no extension "file_storage" is configured`)
 	require.NoError(t, exp.Shutdown(context.Background()))
 }
+
+func TestTheDefaultAPIClientKeepsAnIdleConnectionForEveryRunAPushSendsAtOnce(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	ka := cfg.ClientConfig.Keepalive.Get()
+	require.NotNil(t, ka, "keep-alive on")
+	// Four queue consumers (the default), each sending maxRunsAtOnce runs.
+	assert.GreaterOrEqual(t, ka.MaxIdleConnsPerHost, 4*maxRunsAtOnce)
+}

@@ -37,6 +37,11 @@ type resourceSlice[R any, S any] interface {
 // encode slots and by the batch itself.
 const maxRunsAtOnce = 8
 
+// maxIdleConnsPerHost keeps a connection per request in flight to one host
+// (the API, the object store) for the default four queue consumers, each
+// sending maxRunsAtOnce runs: the default of two made the rest dial anew.
+const maxIdleConnsPerHost = 4 * maxRunsAtOnce
+
 // pushEach pushes a batch's resources and returns their errors; what
 // failed is in retry, in the batch's order, as push left it. One run's
 // resources are pushed in order, different runs at once (maxRunsAtOnce).

@@ -10,6 +10,10 @@ import (
 // proxyFunc picks the proxy for a request, as http.Transport.Proxy does.
 type proxyFunc = func(*http.Request) (*url.URL, error)
 
+// maxIdlePutConns is how many idle connections to one object store the
+// client keeps.
+const maxIdlePutConns = 32
+
 // NewObjectClient builds the client for presigned object PUTs
 // (Options.PutClient). The object store is reached like the platform, through
 // proxyURL (the exporter's proxy_url) when it is set and through the
@@ -43,6 +47,9 @@ func newObjectClient(proxyURL string, timeout time.Duration, fromEnv proxyFunc) 
 		tr = &http.Transport{ForceAttemptHTTP2: true}
 	}
 	tr.Proxy = proxy
+	// Object stores speak HTTP/1.1, one PUT a connection: keep one per
+	// upload in flight (the exporter sends many at once), not Go's two.
+	tr.MaxIdleConnsPerHost = maxIdlePutConns
 	if timeout <= 0 {
 		timeout = defaultPutTimeout
 	}

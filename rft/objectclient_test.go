@@ -3,9 +3,13 @@ package rft
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -205,5 +209,64 @@ func TestTheObjectClientFollowsNoRedirectEvenWithoutNew(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusFound || len(other.requests()) != 0 {
 		t.Errorf("got %d, and the redirect target %d requests", resp.StatusCode, len(other.requests()))
+	}
+}
+
+func TestConcurrentPUTsReuseTheirConnectionsRatherThanDiallingAnew(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-release
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	hc, err := newObjectClient("", time.Minute, fixedProxy(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const inFlight = 16 // what a few consumers' pushes have at once
+	round := func() {
+		var wg sync.WaitGroup
+		for range inFlight {
+			wg.Go(func() {
+				req, _ := http.NewRequest(http.MethodPut, srv.URL, strings.NewReader("rows"))
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = resp.Body.Close()
+			})
+		}
+		// All of them in flight at once, each on a connection of its own.
+		for {
+			mu.Lock()
+			n := conns
+			mu.Unlock()
+			if n >= inFlight {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		close(release)
+		wg.Wait()
+		release = make(chan struct{})
+	}
+	round()
+	round()
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != inFlight {
+		t.Fatalf("%d connections for two rounds of %d PUTs at once, want %d: the second round dialled anew", conns, inFlight, inFlight)
 	}
 }
