@@ -57,7 +57,8 @@
 //   - Memory is bounded and flat in a run's length: the sent values are
 //     exact for the newest 512 steps, then kept per key as ranges of sent
 //     steps (at most 256 a key; sentValues); pending uploads (256 per run)
-//     and the in-memory delivered set (2^18) are LRU caches; and a closed
+//     are an LRU cache; the in-memory delivered set (MemStore) keeps the
+//     newest 2^18 fingerprints in two generations; and a closed
 //     run keeps only a small tombstone, so later data for it is refused
 //     rather than starting a new run.
 //

@@ -2,9 +2,8 @@ package runs
 
 import (
 	"context"
+	"sync"
 	"time"
-
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/primeintellect/primeexporter/internal/platform"
 )
@@ -119,26 +118,29 @@ func (o SavedObject) object() platform.Object {
 	}
 }
 
-// maxMemDelivered bounds the in-memory delivered set; past it the least
-// recently seen is forgotten, which at worst lets a replay of a very old
-// batch through.
+// maxMemDelivered bounds the in-memory delivered set: it keeps the newest
+// fingerprints in two generations of half this many, and forgets the older
+// generation whole when the newer fills. A replay checks what was delivered
+// moments to minutes before (the batches a retry or a restart hands back),
+// which the newest quarter million episodes cover; an older replay at
+// worst lets its episodes through again.
 const maxMemDelivered = 1 << 18
 
-type deliveredKey struct {
-	run string
-	fp  uint64
-}
-
 // MemStore is the store without a storage extension: the delivered set
-// lives in memory, bounded, and nothing survives a restart.
+// lives in memory, bounded, and nothing survives a restart. The sets are
+// per run and keyed by the bare fingerprint, and a generation is a plain
+// map: a lookup hashes one uint64, where an LRU keyed by (run, fingerprint)
+// hashed the run's key and relinked a list on every episode.
 type MemStore struct {
-	seen *lru.Cache[deliveredKey, struct{}]
+	mu  sync.Mutex
+	cur map[string]map[uint64]struct{} // run key → fingerprints, the newer generation
+	old map[string]map[uint64]struct{}
+	n   int // fingerprints in cur
 }
 
 // NewMemStore returns an empty in-memory store.
 func NewMemStore() *MemStore {
-	seen, _ := lru.New[deliveredKey, struct{}](maxMemDelivered) // errs only on a size < 1
-	return &MemStore{seen: seen}
+	return &MemStore{cur: map[string]map[uint64]struct{}{}, old: map[string]map[uint64]struct{}{}}
 }
 
 func (*MemStore) Load(context.Context) ([]SavedRun, error) { return nil, nil }
@@ -147,15 +149,33 @@ func (*MemStore) Close(context.Context) error              { return nil }
 
 func (m *MemStore) Delivered(_ context.Context, runKey string, fps []uint64) ([]bool, error) {
 	out := make([]bool, len(fps))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, old := m.cur[runKey], m.old[runKey]
 	for i, fp := range fps {
-		out[i] = m.seen.Contains(deliveredKey{runKey, fp})
+		_, inCur := cur[fp]
+		_, inOld := old[fp]
+		out[i] = inCur || inOld
 	}
 	return out, nil
 }
 
 func (m *MemStore) MarkDelivered(_ context.Context, runKey string, fps []uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, fp := range fps {
-		m.seen.Add(deliveredKey{runKey, fp}, struct{}{})
+		if m.n >= maxMemDelivered/2 {
+			m.old, m.cur, m.n = m.cur, map[string]map[uint64]struct{}{}, 0
+		}
+		set, ok := m.cur[runKey]
+		if !ok {
+			set = map[uint64]struct{}{}
+			m.cur[runKey] = set
+		}
+		if _, dup := set[fp]; !dup {
+			set[fp] = struct{}{}
+			m.n++
+		}
 	}
 	return nil
 }
