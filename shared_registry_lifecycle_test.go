@@ -335,7 +335,7 @@ func TestEverySharedKeyExpiresAsTheDocSays(t *testing.T) {
 		return d
 	}
 	assert.InDelta(t, (30 * 24 * time.Hour).Seconds(), ttl("test:run:key:ttl").Seconds(), 60, "the run's record and ranges")
-	assert.InDelta(t, (7 * 24 * time.Hour).Seconds(), ttl("test:delivered:key:ttl").Seconds(), 60)
+	assert.InDelta(t, (7 * 24 * time.Hour).Seconds(), ttl("test:deliveredz:key:ttl").Seconds(), 60)
 	assert.InDelta(t, (7 * 24 * time.Hour).Seconds(), ttl("test:pending:key:ttl").Seconds(), 60)
 	assert.InDelta(t, (10 * time.Minute).Seconds(), ttl("test:holds:key:ttl").Seconds(), 60, "a push's hold")
 	l.Release()

@@ -58,7 +58,9 @@
 //     exact for the newest 512 steps, then kept per key as ranges of sent
 //     steps (at most 256 a key; sentValues); pending uploads (256 per run)
 //     are an LRU cache; the in-memory delivered set (MemStore) keeps the
-//     newest 2^18 fingerprints in two generations; and a closed
+//     newest 2^18 fingerprints in two generations, and a storage
+//     extension (ExtensionStore) a run's newest 2^18, pruned through a log
+//     of its markings; and a closed
 //     run keeps only a small tombstone, so later data for it is refused
 //     rather than starting a new run.
 //
@@ -100,9 +102,12 @@
 //     again counts again.
 //   - <p>:pending:<k>, a hash, 7 days: unconfirmed uploads by object
 //     fingerprint (range, presigned URL and key, whether the PUT is done).
-//   - <p>:delivered:<k>, a set, 7 days after the last delivery: the
-//     fingerprints of confirmed episodes and committed documents, about
-//     70 bytes each in Redis (a million episodes, some 70 MB).
+//   - <p>:deliveredz:<k>, a sorted set scored by marking time, 7 days
+//     after the last delivery: the fingerprints of confirmed episodes and
+//     committed documents, trimmed to the run's newest 2^18 (at about 100
+//     bytes each in Redis, some 26 MB a run at most). <p>:delivered:<k>,
+//     the plain set an earlier release kept without a bound, is still
+//     read until it expires.
 //   - <p>:ending, a set without expiry: runs whose close-out is not done,
 //     which a starting collector reloads; a close-out removes its run.
 //

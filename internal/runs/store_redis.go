@@ -390,13 +390,33 @@ func fpMembers(fps []uint64) []any {
 	return out
 }
 
+// A run's delivered episodes are a sorted set under deliveredz, scored by
+// when they were marked, trimmed to the newest maxStoredDelivered as a
+// storage extension's are: a set that took every episode of a long run
+// grew without bound. Sets an earlier release kept under delivered are
+// still read until their TTL ends them.
 func (s *RedisStore) Delivered(ctx context.Context, runKey string, fps []uint64) ([]bool, error) {
 	if len(fps) == 0 {
 		return nil, nil
 	}
-	out, err := s.c.SMIsMember(ctx, s.key("delivered", runKey), fpMembers(fps)...).Result()
+	members := make([]string, len(fps))
+	for i, fp := range fps {
+		members[i] = fpField(fp)
+	}
+	var scores *redis.FloatSliceCmd
+	var legacy *redis.BoolSliceCmd
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		scores = p.ZMScore(ctx, s.key("deliveredz", runKey), members...)
+		legacy = p.SMIsMember(ctx, s.key("delivered", runKey), fpMembers(fps)...)
+		return nil
+	})
 	if err != nil {
 		return nil, s.seen(err)
+	}
+	out := make([]bool, len(fps))
+	for i := range out {
+		// A missing member scores 0; a marked one its marking's time.
+		out[i] = scores.Val()[i] != 0 || legacy.Val()[i]
 	}
 	return out, s.seen(nil)
 }
@@ -405,9 +425,16 @@ func (s *RedisStore) MarkDelivered(ctx context.Context, runKey string, fps []uin
 	if len(fps) == 0 {
 		return nil
 	}
-	k := s.key("delivered", runKey)
+	k := s.key("deliveredz", runKey)
+	// Microseconds since 1970 stay exact in a float64 (below 2^53).
+	score := float64(time.Now().UnixMicro())
+	zs := make([]redis.Z, len(fps))
+	for i, fp := range fps {
+		zs[i] = redis.Z{Score: score, Member: fpField(fp)}
+	}
 	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.SAdd(ctx, k, fpMembers(fps)...)
+		p.ZAdd(ctx, k, zs...)
+		p.ZRemRangeByRank(ctx, k, 0, -maxStoredDelivered-1)
 		p.PExpire(ctx, k, deliveredTTL)
 		return nil
 	})
