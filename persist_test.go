@@ -3,7 +3,6 @@ package primeexporter
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
+	"github.com/primeintellect/primeexporter/internal/memstorage"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -22,55 +22,14 @@ import (
 type memStorage struct {
 	component.StartFunc
 	component.ShutdownFunc
-	mu   sync.Mutex
-	data map[string][]byte
+	client *memstorage.Client
 }
+
+func newMemStorage() *memStorage { return &memStorage{client: memstorage.New()} }
 
 func (m *memStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
-	return memStorageClient{m}, nil
+	return m.client, nil
 }
-
-type memStorageClient struct{ m *memStorage }
-
-func (c memStorageClient) Get(_ context.Context, key string) ([]byte, error) {
-	c.m.mu.Lock()
-	defer c.m.mu.Unlock()
-	return c.m.data[key], nil
-}
-
-func (c memStorageClient) Set(_ context.Context, key string, value []byte) error {
-	c.m.mu.Lock()
-	defer c.m.mu.Unlock()
-	c.m.data[key] = append([]byte(nil), value...)
-	return nil
-}
-
-func (c memStorageClient) Delete(_ context.Context, key string) error {
-	c.m.mu.Lock()
-	defer c.m.mu.Unlock()
-	delete(c.m.data, key)
-	return nil
-}
-
-func (c memStorageClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
-	for _, op := range ops {
-		var err error
-		switch op.Type {
-		case storage.Get:
-			op.Value, err = c.Get(ctx, op.Key)
-		case storage.Set:
-			err = c.Set(ctx, op.Key, op.Value)
-		case storage.Delete:
-			err = c.Delete(ctx, op.Key)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (memStorageClient) Close(context.Context) error { return nil }
 
 type extensionsHost struct {
 	component.Host
@@ -93,7 +52,7 @@ type restartable struct {
 func newRestartable(t *testing.T, edit func(*Config)) *restartable {
 	srv := rfttest.NewServer(rfttest.Options{APIKey: testAPIKey})
 	t.Cleanup(srv.Close)
-	return &restartable{t: t, platform: srv, storage: &memStorage{data: map[string][]byte{}}, edit: edit}
+	return &restartable{t: t, platform: srv, storage: newMemStorage(), edit: edit}
 }
 
 // start is one collector process; stop it with crash (no shutdown: kill -9)

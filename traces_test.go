@@ -177,7 +177,7 @@ func TestAnOutageHandsTheDocumentsBackAndTheRetryCommitsEachOnce(t *testing.T) {
 
 func TestARestartWithStorageKeepsTheRunsPrimeTracesChoices(t *testing.T) {
 	srv := newTracesPlatform(t, rfttest.Options{TracesDisabledTeams: []string{"team-1"}})
-	rs := &restartable{t: t, platform: srv, storage: &memStorage{data: map[string][]byte{}}, edit: func(c *Config) {
+	rs := &restartable{t: t, platform: srv, storage: newMemStorage(), edit: func(c *Config) {
 		c.Traces = TracesConfig{Enabled: true, Endpoint: srv.URL(), Routing: RoutingExclusive}
 	}}
 	ctx := context.Background()

@@ -2,70 +2,11 @@ package runs
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 
-	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"github.com/primeintellect/primeexporter/internal/memstorage"
 )
-
-// mapClient is a storage client over a map, which outlives the stores
-// built on it as file_storage's file outlives a collector.
-type mapClient struct {
-	mu   sync.Mutex
-	data map[string][]byte
-}
-
-func newMapClient() *mapClient { return &mapClient{data: map[string][]byte{}} }
-
-func (c *mapClient) Get(_ context.Context, k string) ([]byte, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.data[k], nil
-}
-
-func (c *mapClient) Set(_ context.Context, k string, v []byte) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.data[k] = append([]byte(nil), v...)
-	return nil
-}
-
-func (c *mapClient) Delete(_ context.Context, k string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.data, k)
-	return nil
-}
-
-func (c *mapClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
-	for _, op := range ops {
-		switch op.Type {
-		case storage.Get:
-			op.Value, _ = c.Get(ctx, op.Key)
-		case storage.Set:
-			_ = c.Set(ctx, op.Key, op.Value)
-		case storage.Delete:
-			_ = c.Delete(ctx, op.Key)
-		}
-	}
-	return nil
-}
-
-func (*mapClient) Close(context.Context) error { return nil }
-
-// keys counts the client's keys with prefix.
-func (c *mapClient) keys(prefix string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for k := range c.data {
-		if strings.HasPrefix(k, prefix) {
-			n++
-		}
-	}
-	return n
-}
 
 // markRange marks fingerprints [from, to) of run in markings of size each.
 func markRange(t *testing.T, s *ExtensionStore, run string, from, to, size int) {
@@ -92,7 +33,7 @@ func delivered(t *testing.T, s *ExtensionStore, run string, fp int) bool {
 
 func TestAStoredRunKeepsItsNewestDeliveredEpisodesWithinTheBoundAcrossARestart(t *testing.T) {
 	const size = 4096
-	client := newMapClient()
+	client := memstorage.New()
 	s := NewExtensionStore(client)
 	other := "key\x00other/run" // a key with the separator in it
 	markRange(t, s, other, 0, 10, 10)
@@ -103,7 +44,7 @@ func TestAStoredRunKeepsItsNewestDeliveredEpisodesWithinTheBoundAcrossARestart(t
 	s = NewExtensionStore(client)
 	markRange(t, s, "key\x00long", half, 2*maxStoredDelivered, size)
 
-	if got := client.keys(storeEpPrefix + "key\x00long/"); got > maxStoredDelivered {
+	if got := client.Keys(storeEpPrefix + "key\x00long/"); got > maxStoredDelivered {
 		t.Fatalf("%d fingerprints stored for the run, bound %d", got, maxStoredDelivered)
 	}
 	for _, tc := range []struct {
@@ -125,13 +66,13 @@ func TestAStoredRunKeepsItsNewestDeliveredEpisodesWithinTheBoundAcrossARestart(t
 		})
 	}
 	// The log holds no more chunks than the kept fingerprints fill.
-	if chunks := client.keys(storeLogPrefix); chunks > maxStoredDelivered/size+2 {
+	if chunks := client.Keys(storeLogPrefix); chunks > maxStoredDelivered/size+2 {
 		t.Fatalf("%d log chunks kept", chunks)
 	}
 }
 
 func TestFingerprintsStoredBeforeTheLogStayDelivered(t *testing.T) {
-	client := newMapClient()
+	client := memstorage.New()
 	// What an earlier release wrote: the fingerprint keys alone.
 	_ = client.Set(context.Background(), episodeKey("key\x00r", 7), []byte{1})
 	s := NewExtensionStore(client)
@@ -142,7 +83,7 @@ func TestFingerprintsStoredBeforeTheLogStayDelivered(t *testing.T) {
 }
 
 func TestConcurrentMarkingsOfOneRunKeepItsLogConsistent(t *testing.T) {
-	client := newMapClient()
+	client := memstorage.New()
 	s := NewExtensionStore(client)
 	var wg sync.WaitGroup
 	for w := range 8 {
@@ -153,7 +94,7 @@ func TestConcurrentMarkingsOfOneRunKeepItsLogConsistent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lg.Held != 8000 || lg.Next-lg.First != 80 || client.keys(storeLogPrefix) != 80 {
-		t.Fatalf("log %+v with %d chunks stored, want 8000 fingerprints in 80 chunks", lg, client.keys(storeLogPrefix))
+	if lg.Held != 8000 || lg.Next-lg.First != 80 || client.Keys(storeLogPrefix) != 80 {
+		t.Fatalf("log %+v with %d chunks stored, want 8000 fingerprints in 80 chunks", lg, client.Keys(storeLogPrefix))
 	}
 }
