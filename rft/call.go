@@ -51,15 +51,30 @@ func (c *Client) call(ctx context.Context, r route, payload any) (exchange, erro
 	if err != nil {
 		return exchange{}, c.refuse(r.op, "cannot encode the request as JSON: "+err.Error())
 	}
-	url := c.prefix + r.path
+	return c.send(ctx, r, c.prefix+r.path, body, true)
+}
+
+// send sends body (nil: none, as for a GET) to target, retrying in place
+// as r's policy allows. The key goes as Authorization: Bearer, and also as
+// x-api-key when withAPIKeyHeader (the RFT routes take both; the
+// evaluations API lists only the first); Content-Type only with a body.
+func (c *Client) send(ctx context.Context, r route, target string, body []byte, withAPIKeyHeader bool) (exchange, error) {
 	return c.retry(ctx, r.op, c.maxAttempts, r.mayRetry, func(ctx context.Context) (exchange, *Error) {
-		req, err := http.NewRequestWithContext(ctx, r.method, url, bytes.NewReader(body))
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, r.method, target, rd)
 		if err != nil {
 			return exchange{}, c.refuse(r.op, "cannot build the request: "+err.Error())
 		}
 		req.Header.Set("Authorization", "Bearer "+c.key)
-		req.Header.Set("x-api-key", c.key)
-		req.Header.Set("Content-Type", "application/json")
+		if withAPIKeyHeader {
+			req.Header.Set("x-api-key", c.key)
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		req.Header.Set("Accept", "application/json")
 		req.Header.Set("User-Agent", c.userAgent)
 		ex, e := c.roundTrip(c.http, req, r.op)

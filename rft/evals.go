@@ -1,13 +1,11 @@
 package rft
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -450,29 +448,5 @@ func (c *Client) evalCall(ctx context.Context, r route, payload any) (exchange, 
 // but the headers evals-api.md lists (the key as Authorization: Bearer
 // only, Content-Type only with a body) and the /api/v1 prefix.
 func (c *Client) evalSend(ctx context.Context, r route, body []byte) (exchange, error) {
-	target := c.evalPrefix() + r.path
-	return c.retry(ctx, r.op, c.maxAttempts, r.mayRetry, func(ctx context.Context) (exchange, *Error) {
-		var rd io.Reader
-		if body != nil {
-			rd = bytes.NewReader(body)
-		}
-		req, err := http.NewRequestWithContext(ctx, r.method, target, rd)
-		if err != nil {
-			return exchange{}, c.refuse(r.op, "cannot build the request: "+err.Error())
-		}
-		req.Header.Set("Authorization", "Bearer "+c.key)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("User-Agent", c.userAgent)
-		ex, e := c.roundTrip(c.http, req, r.op)
-		if e != nil {
-			return exchange{}, e
-		}
-		if isSuccess(ex.status) || (r.conflictIsSuccess && ex.status == http.StatusConflict) {
-			return ex, nil
-		}
-		return exchange{}, c.statusError(r.op, ex, platformMessage)
-	})
+	return c.send(ctx, r, c.evalPrefix()+r.path, body, false)
 }

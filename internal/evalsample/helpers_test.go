@@ -11,6 +11,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/pdatajson"
+
 	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
@@ -39,59 +41,11 @@ func compact(tb testing.TB, s string) string {
 // order and its ints as ints, as an OTel SDK's map body has them.
 func jsonValue(tb testing.TB, s string) pcommon.Value {
 	tb.Helper()
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	v := pcommon.NewValueEmpty()
-	if err := fillValue(dec, v); err != nil {
+	v, err := pdatajson.Decode(s)
+	if err != nil {
 		tb.Fatalf("test JSON: %v", err)
 	}
 	return v
-}
-
-func fillValue(dec *json.Decoder, v pcommon.Value) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch tok := tok.(type) {
-	case json.Delim:
-		if tok == '{' {
-			m := v.SetEmptyMap()
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				if err := fillValue(dec, m.PutEmpty(k.(string))); err != nil {
-					return err
-				}
-			}
-		} else {
-			sl := v.SetEmptySlice()
-			for dec.More() {
-				if err := fillValue(dec, sl.AppendEmpty()); err != nil {
-					return err
-				}
-			}
-		}
-		_, err = dec.Token()
-		return err
-	case string:
-		v.SetStr(tok)
-	case json.Number:
-		if n, err := tok.Int64(); err == nil {
-			v.SetInt(n)
-		} else {
-			f, err := tok.Float64()
-			if err != nil {
-				return err
-			}
-			v.SetDouble(f)
-		}
-	case bool:
-		v.SetBool(tok)
-	}
-	return nil
 }
 
 // decoded is JSON text decoded, so that values compare as the platform

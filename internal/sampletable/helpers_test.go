@@ -1,7 +1,6 @@
 package sampletable
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/primeintellect/primeexporter/internal/pdatajson"
 )
 
 // testNow is the clock reading the tests hand to FromRecord.
@@ -25,69 +26,8 @@ func jsonValue(tb testing.TB, s string) pcommon.Value {
 	return v
 }
 
-// decodeValue is jsonValue for text that may not be JSON. A key given
-// twice keeps the place of its first and the value of its last, as
-// pcommon.Map.PutEmpty does.
-func decodeValue(s string) (pcommon.Value, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	v := pcommon.NewValueEmpty()
-	if err := fillValue(dec, v); err != nil {
-		return v, err
-	}
-	if dec.More() {
-		return v, fmt.Errorf("text after the value")
-	}
-	return v, nil
-}
-
-func fillValue(dec *json.Decoder, v pcommon.Value) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	switch tok := tok.(type) {
-	case json.Delim:
-		if tok == '{' {
-			m := v.SetEmptyMap()
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				if err := fillValue(dec, m.PutEmpty(k.(string))); err != nil {
-					return err
-				}
-			}
-		} else {
-			sl := v.SetEmptySlice()
-			for dec.More() {
-				if err := fillValue(dec, sl.AppendEmpty()); err != nil {
-					return err
-				}
-			}
-		}
-		if _, err := dec.Token(); err != nil {
-			return err
-		}
-	case string:
-		v.SetStr(tok)
-	case json.Number:
-		if n, err := tok.Int64(); err == nil {
-			v.SetInt(n)
-		} else {
-			f, err := tok.Float64()
-			if err != nil {
-				return err
-			}
-			v.SetDouble(f)
-		}
-	case bool:
-		v.SetBool(tok)
-	case nil:
-	}
-	return nil
-}
+// decodeValue is jsonValue for text that may not be JSON.
+func decodeValue(s string) (pcommon.Value, error) { return pdatajson.Decode(s) }
 
 // attrs builds a record's attributes from key, value pairs; a string value
 // that starts with "json:" is the pdata value of the JSON text after it.

@@ -28,7 +28,7 @@ type Config struct {
 	MaxObjectBytes  int64
 	// Encoders bounds the objects encoded at once (0: GOMAXPROCS).
 	// Encoding is CPU-bound, so more at once only holds more memory: each
-	// holds its object's rows, Arrow columns and pages.
+	// holds its object's rows, a page and the Parquet bytes.
 	Encoders int
 	// Traces receives native episode documents when Prime Traces is on;
 	// nil when it is off.
