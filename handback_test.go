@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
@@ -96,4 +97,66 @@ func TestCollectorShutdownDoesNotWaitForRetriesItStops(t *testing.T) {
 
 	h.shutdown()
 	assert.Equal(t, rfttest.StatusCompleted, h.onlyRun().Status, "the close-out the trainer asked for is finished")
+}
+
+// A time row has no step to hand back by: its retry must carry exactly the
+// points or records of that time, stamped as they came, so that the retry
+// posts the same row.
+func TestATimeRowWhosePostFailsIsHandedBackAloneAndLandsOnceOnTheRetry(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// push sends a step row (at atNoon) and a time row (at
+		// atNoonHalf), checks what the push handed back, and returns a
+		// push of it.
+		push func(t *testing.T, h *harness) (retry func() error)
+	}{
+		{"a metric point with no step",
+			func(t *testing.T, h *harness) func() error {
+				md := timedGauges(t, trainRun("tr"),
+					timedPoint{"loss", 0.5, atNoon, 1}, timedPoint{"inference/ttft", 0.25, atNoonHalf, nil})
+				var back consumererror.Metrics
+				require.ErrorAs(t, h.exp.pushMetrics(ctx, md), &back)
+				require.Equal(t, 1, back.Data().DataPointCount(), "only the time row's point comes back")
+				dp := back.Data().ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0)
+				assert.Equal(t, atNoonHalf, dp.Timestamp(), "stamped as it came")
+				return func() error { return h.exp.pushMetrics(ctx, back.Data()) }
+			}},
+		{"a prime.metrics event with no step",
+			func(t *testing.T, h *harness) func() error {
+				ld := events(trainRun("tr"),
+					func(lr plog.LogRecord) {
+						metricsEvent(1, map[string]float64{"loss": 0.5})(lr)
+						lr.SetTimestamp(atNoon)
+					},
+					timedMetricsEvent(atNoonHalf, 0, map[string]float64{"inference/ttft": 0.25}))
+				var back consumererror.Logs
+				require.ErrorAs(t, h.exp.pushLogs(ctx, ld), &back)
+				require.Equal(t, 1, back.Data().LogRecordCount(), "only the time row's record comes back")
+				lr := back.Data().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+				assert.Equal(t, atNoonHalf, lr.Timestamp(), "stamped as it came")
+				return func() error { return h.exp.pushLogs(ctx, back.Data()) }
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			// The step row goes through; the time row's post fails on
+			// both in-place attempts.
+			h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{}, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+			retry := tt.push(t, h)
+			require.NoError(t, retry())
+
+			run := h.onlyRun()
+			timeRow := `{"run_id":"` + run.ID + `","metrics":{"_timestamp":1767225600.5,"inference/ttft":0.25}}`
+			assert.Equal(t, []string{
+				`{"run_id":"` + run.ID + `","metrics":{"_timestamp":1767225600,"loss":0.5,"step":1}}`,
+				timeRow, timeRow, // the two failed attempts
+				timeRow, // the retry, the same row
+			}, metricsBodies(h.platform))
+			assert.Equal(t, 2, run.MetricPosts, "each row landed once")
+			assert.Equal(t, map[float64]map[string]float64{1767225600.5: {"inference/ttft": 0.25}}, run.TimeMetrics)
+			assert.Equal(t, map[int64]map[string]float64{1: {"loss": 0.5}}, run.Metrics)
+		})
+	}
 }

@@ -201,6 +201,34 @@ func gauges(res map[string]string, steps map[int64]map[string]float64) pmetric.M
 	return md
 }
 
+// timedPoint is one gauge point with its time_unix_nano; step is its
+// prime.step attribute, none when nil.
+type timedPoint struct {
+	name  string
+	value float64
+	at    pcommon.Timestamp
+	step  any
+}
+
+// timedGauges builds one resource's metrics: one gauge per point, in order.
+func timedGauges(t *testing.T, res map[string]string, points ...timedPoint) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	resource(rm.Resource(), res)
+	sm := rm.ScopeMetrics().AppendEmpty()
+	for _, p := range points {
+		m := sm.Metrics().AppendEmpty()
+		m.SetName(p.name)
+		dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+		dp.SetDoubleValue(p.value)
+		dp.SetTimestamp(p.at)
+		if p.step != nil {
+			require.NoError(t, dp.Attributes().PutEmpty("prime.step").FromRaw(p.step))
+		}
+	}
+	return md
+}
+
 // events builds one resource's log records, each configured by a func.
 func events(res map[string]string, records ...func(plog.LogRecord)) plog.Logs {
 	ld := plog.NewLogs()
@@ -233,6 +261,31 @@ func metricsEvent(step int64, values map[string]float64) func(plog.LogRecord) {
 			lr.Attributes().PutDouble(k, v)
 		}
 	}
+}
+
+// timedMetricsEvent is a prime.metrics event with no prime.step, stamped
+// with a record and an observed timestamp.
+func timedMetricsEvent(at, observed pcommon.Timestamp, values map[string]float64) func(plog.LogRecord) {
+	return func(lr plog.LogRecord) {
+		lr.SetEventName("prime.metrics")
+		lr.SetTimestamp(at)
+		lr.SetObservedTimestamp(observed)
+		for k, v := range values {
+			lr.Attributes().PutDouble(k, v)
+		}
+	}
+}
+
+// metricsBodies are the bodies of the metrics posts the platform received,
+// in order, with the run id in each.
+func metricsBodies(srv *rfttest.Server) []string {
+	var out []string
+	for _, r := range srv.Requests() {
+		if strings.HasSuffix(r.Path, "/rft/metrics") {
+			out = append(out, strings.TrimSpace(string(r.Body)))
+		}
+	}
+	return out
 }
 
 func plainLog(text string) func(plog.LogRecord) {

@@ -61,7 +61,7 @@ func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 // resourceEvents are one resource's records, sorted by what they become.
 type resourceEvents struct {
 	steps         runs.StepBatch
-	metricRecords map[int64][]upload.Loc // the prime.metrics records of each step
+	metricRecords map[stepmetrics.Row][]upload.Loc // the prime.metrics records of each row
 	episodes      *upload.Batch
 	end           *runs.End
 	endLoc        upload.Loc
@@ -79,7 +79,7 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rl plo
 
 	ev := e.sortEvents(b, l, rl)
 	var errs []error
-	failedSteps, err := l.PostSteps(ctx, runs.SignalLogs, ev.steps)
+	failedRows, err := l.PostSteps(ctx, runs.SignalLogs, ev.steps)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -100,8 +100,8 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rl plo
 	if keep == nil {
 		keep = map[upload.Loc]bool{}
 	}
-	for step := range failedSteps {
-		for _, loc := range ev.metricRecords[step] {
+	for row := range failedRows {
+		for _, loc := range ev.metricRecords[row] {
 			keep[loc] = true
 		}
 	}
@@ -117,18 +117,19 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rl plo
 // sortEvents maps every record of a resource; what cannot be sent is
 // counted and logged here.
 func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rl plog.ResourceLogs) resourceEvents {
-	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[int64][]upload.Loc{}, episodes: upload.NewBatch()}
+	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[stepmetrics.Row][]upload.Loc{}, episodes: upload.NewBatch()}
 	for si, sl := range rl.ScopeLogs().All() {
 		for ri, lr := range sl.LogRecords().All() {
 			loc := upload.Loc{Scope: si, Record: ri}
 			switch name := eventName(lr); name {
 			case eventMetrics:
-				entries, rejected, coerced := stepmetrics.FromEvent(lr.Attributes(), lr.Body())
+				entries, rejected, coerced := stepmetrics.FromEvent(lr)
 				e.rejectPoints(b, l, runs.SignalLogs, rejected)
 				e.coercePoints(runs.SignalLogs, coerced)
 				ev.steps.Add(entries)
-				if len(entries) > 0 {
-					ev.metricRecords[entries[0].Step] = append(ev.metricRecords[entries[0].Step], loc)
+				if len(entries) > 0 { // an event's entries share one row
+					row := entries[0].Row()
+					ev.metricRecords[row] = append(ev.metricRecords[row], loc)
 				}
 			case eventEpisode:
 				b.uploader.Accept(l, ev.episodes, lr, loc)

@@ -92,3 +92,40 @@ func TestMetricsAndLogsOfOneRunArrivingTogetherCreateOneRun(t *testing.T) {
 		assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1, "lr": 0.1}, 2: {"loss": 0.5}}, run.Metrics)
 	}
 }
+
+func TestAPrimeMetricsEventIsPostedAsThePlatformsSDKPostsIt(t *testing.T) {
+	tests := []struct {
+		name       string
+		record     func(plog.LogRecord)
+		want       []string // each post's metrics object
+		wantNoStep int64
+	}{
+		{"an event with no step is the row of its record's time",
+			timedMetricsEvent(atNoon, atNoonHalf, map[string]float64{"inference/ttft": 0.25}),
+			[]string{`{"_timestamp":1767225600,"inference/ttft":0.25}`}, 0},
+		{"an event with no step and no record time is the row of its observed time",
+			timedMetricsEvent(0, atNoonHalf, map[string]float64{"inference/ttft": 0.25}),
+			[]string{`{"_timestamp":1767225600.5,"inference/ttft":0.25}`}, 0},
+		{"an event with neither time is rejected as having no step",
+			timedMetricsEvent(0, 0, map[string]float64{"inference/ttft": 0.25}),
+			nil, 1},
+		{"an event with a step carries its time as _timestamp",
+			func(lr plog.LogRecord) {
+				metricsEvent(4, map[string]float64{"loss": 0.5})(lr)
+				lr.SetTimestamp(atNoonHalf)
+			},
+			[]string{`{"_timestamp":1767225600.5,"loss":0.5,"step":4}`}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("ev-t"), tt.record)))
+			var want []string
+			for _, m := range tt.want {
+				want = append(want, `{"run_id":"`+h.onlyRun().ID+`","metrics":`+m+`}`)
+			}
+			assert.Equal(t, want, metricsBodies(h.platform), "the exact bodies on the wire")
+			assert.Equal(t, tt.wantNoStep, h.count(metricRejected, map[string]string{"reason": "no_step"}))
+		})
+	}
+}

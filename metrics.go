@@ -13,10 +13,11 @@ import (
 	"github.com/primeintellect/primeexporter/internal/stepmetrics"
 )
 
-// pushMetrics sends every resource's points as step posts. exporterhelper
-// replays a whole push on a retryable error, so only what failed goes
-// back: the resources whose run could not be resolved and the steps whose
-// post failed. Steps that were sent are never sent again. Once the
+// pushMetrics sends every resource's points as row posts (a step's, or a
+// time's for points with no step). exporterhelper replays a whole push on
+// a retryable error, so only what failed goes back: the resources whose run
+// could not be resolved and the rows whose post failed. Steps that were
+// sent are never sent again. Once the
 // platform is down, the rest of the push goes back unsent: a batch holds
 // many resources of one run, and sending their later steps would put the
 // run's steps out of order.
@@ -36,7 +37,7 @@ func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) err
 	return consumererror.NewMetrics(platform.FirstRetryError(errs), retry)
 }
 
-// pushResourceMetrics sends one resource's steps, appending to retry what
+// pushResourceMetrics sends one resource's rows, appending to retry what
 // failed.
 func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm pmetric.ResourceMetrics, opts stepmetrics.Options, retry pmetric.Metrics) error {
 	l, ok, err := acquire(ctx, b.reg, rm, retry.ResourceMetrics(), runs.SignalMetrics, dataPointCount(rm))
@@ -55,7 +56,7 @@ func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm 
 	batch.Add(entries)
 	failed, err := l.PostSteps(ctx, runs.SignalMetrics, batch)
 	if err != nil {
-		stepmetrics.FilterSteps(retry, rm, opts, func(step int64) bool { return failed[step] })
+		stepmetrics.FilterRows(retry, rm, opts, func(row stepmetrics.Row) bool { return failed[row] })
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/primeintellect/primeexporter/rft/rfttest"
@@ -147,7 +148,7 @@ func TestOnlyTheFailedStepIsHandedBackForRetryAndTheSentStepsAreNotResent(t *tes
 	assert.Equal(t, 0.4, run.Metrics[2]["loss"])
 }
 
-func TestAPointWithoutAStepIsRejectedAndTheRestOfTheBatchGoes(t *testing.T) {
+func TestAPointWithNeitherAStepNorATimeIsRejectedAndTheRestOfTheBatchGoes(t *testing.T) {
 	h := newHarness(t, nil)
 	md := gauges(trainRun("nostep"), map[int64]map[string]float64{4: {"loss": 0.5}})
 	sm := md.ResourceMetrics().At(0).ScopeMetrics().At(0)
@@ -199,4 +200,101 @@ func TestManyRunsGoThroughOneExporter(t *testing.T) {
 
 func countLogs(h *harness, msg string) int {
 	return h.logs.FilterMessage(msg).Len()
+}
+
+// Times as a trainer's SDK stamps its points, and the unix seconds the
+// platform's SDK would post for them (time.time()).
+const (
+	atNoon     = pcommon.Timestamp(1_767_225_600_000_000_000) // 1767225600
+	atNoonHalf = pcommon.Timestamp(1_767_225_600_500_000_000) // 1767225600.5
+)
+
+func TestEveryRowIsPostedAsThePlatformsSDKPostsIt(t *testing.T) {
+	tests := []struct {
+		name   string
+		points []timedPoint
+		want   []string // each post's metrics object, in posting order
+	}{
+		{"a step's post carries the newest time of its points as _timestamp",
+			[]timedPoint{{"loss", 0.5, atNoon, 3}, {"kl", 0.25, atNoonHalf, 3}, {"lr", 0.125, 0, 3}},
+			[]string{`{"_timestamp":1767225600.5,"kl":0.25,"loss":0.5,"lr":0.125,"step":3}`}},
+		{"a step whose points have no time posts no _timestamp",
+			[]timedPoint{{"loss", 0.5, 0, 3}},
+			[]string{`{"loss":0.5,"step":3}`}},
+		{"a point with no step is the row of its time: _timestamp and no step",
+			[]timedPoint{{"inference/ttft", 0.25, atNoon, nil}},
+			[]string{`{"_timestamp":1767225600,"inference/ttft":0.25}`}},
+		{"points with no step at one time are one post, one post per time, after the steps",
+			[]timedPoint{
+				{"inference/ttft", 0.5, atNoonHalf, nil},
+				{"inference/ttft", 0.25, atNoon, nil},
+				{"inference/tps", 900, atNoon, nil},
+				{"loss", 0.5, atNoon, 1},
+			},
+			[]string{
+				`{"_timestamp":1767225600,"loss":0.5,"step":1}`,
+				`{"_timestamp":1767225600,"inference/tps":900,"inference/ttft":0.25}`,
+				`{"_timestamp":1767225600.5,"inference/ttft":0.5}`,
+			}},
+		{"a value named _timestamp is replaced by the row's time, a step's or a time's",
+			[]timedPoint{{"_timestamp", 5, atNoon, 2}, {"loss", 0.5, atNoon, 2}, {"_timestamp", 5, atNoonHalf, nil}, {"x", 1, atNoonHalf, nil}},
+			[]string{
+				`{"_timestamp":1767225600,"loss":0.5,"step":2}`,
+				`{"_timestamp":1767225600.5,"x":1}`,
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			require.NoError(t, h.exp.pushMetrics(context.Background(), timedGauges(t, trainRun("rows"), tt.points...)))
+			run := h.onlyRun()
+			var want []string
+			for _, m := range tt.want {
+				want = append(want, `{"run_id":"`+run.ID+`","metrics":`+m+`}`)
+			}
+			assert.Equal(t, want, metricsBodies(h.platform), "the exact bodies on the wire")
+			assert.Equal(t, len(tt.want), run.MetricPosts, "the platform took every post")
+		})
+	}
+}
+
+func TestAPointWithNoStepLandsInTheRowOfItsTime(t *testing.T) {
+	h := newHarness(t, nil)
+	md := timedGauges(t, trainRun("timed"),
+		timedPoint{"inference/ttft", 0.25, atNoon, nil}, timedPoint{"loss", 0.5, atNoon, 1})
+	require.NoError(t, h.exp.pushMetrics(context.Background(), md))
+	run := h.onlyRun()
+	assert.Equal(t, map[float64]map[string]float64{1767225600: {"inference/ttft": 0.25}}, run.TimeMetrics)
+	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 0.5}}, run.Metrics)
+	assert.Zero(t, h.count(metricRejected, nil), "nothing is rejected")
+}
+
+func TestAStepReExportedAtALaterTimeIsStillAlreadySent(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	// Cumulative temporality re-exports step 1 at every collection, with
+	// the collection's time.
+	require.NoError(t, h.exp.pushMetrics(ctx, timedGauges(t, trainRun("cum-t"), timedPoint{"loss", 0.5, atNoon, 1})))
+	require.NoError(t, h.exp.pushMetrics(ctx, timedGauges(t, trainRun("cum-t"),
+		timedPoint{"loss", 0.5, atNoonHalf, 1}, timedPoint{"loss", 0.4, atNoonHalf, 2})))
+
+	id := h.onlyRun().ID
+	assert.Equal(t, []string{
+		`{"run_id":"` + id + `","metrics":{"_timestamp":1767225600,"loss":0.5,"step":1}}`,
+		`{"run_id":"` + id + `","metrics":{"_timestamp":1767225600.5,"loss":0.4,"step":2}}`,
+	}, metricsBodies(h.platform), "a new _timestamp alone does not send step 1 again")
+	assert.Equal(t, int64(1), h.count(metricSkipped, map[string]string{"reason": "already_sent"}))
+}
+
+func TestATimeRowIsNotRememberedAsSent(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	md := timedGauges(t, trainRun("again"), timedPoint{"inference/ttft", 0.25, atNoon, nil})
+	require.NoError(t, h.exp.pushMetrics(ctx, md))
+	require.NoError(t, h.exp.pushMetrics(ctx, md))
+
+	run := h.onlyRun()
+	assert.Equal(t, 2, run.MetricPosts, "each push posts the row")
+	assert.Equal(t, map[float64]map[string]float64{1767225600: {"inference/ttft": 0.25}}, run.TimeMetrics, "the platform keeps one row per time")
+	assert.Zero(t, h.count(metricSkipped, map[string]string{"reason": "already_sent"}))
 }

@@ -69,6 +69,27 @@ func TestOfflineModeWritesTheSameLifecycleToADirectory(t *testing.T) {
 	}
 }
 
+func TestOfflineModeWritesTimeRowsAndTimestampsAsTheOnlinePathPostsThem(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, func(c *Config) { c.Mode = ModeOffline; c.Directory = dir })
+	ctx := context.Background()
+	require.NoError(t, h.exp.pushMetrics(ctx, timedGauges(t, trainRun("off-t"),
+		timedPoint{"loss", 0.5, atNoon, 1}, timedPoint{"inference/ttft", 0.25, atNoonHalf, nil})))
+	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("off-t"), timedMetricsEvent(atNoonHalf, 0, map[string]float64{"inference/tps": 900}))))
+	h.shutdown()
+
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	id := entries[0].Name()
+	body, err := os.ReadFile(filepath.Join(dir, id, "metrics.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, `{"run_id":"`+id+`","metrics":{"_timestamp":1767225600,"loss":0.5,"step":1}}`+"\n"+
+		`{"run_id":"`+id+`","metrics":{"_timestamp":1767225600.5,"inference/ttft":0.25}}`+"\n"+
+		`{"run_id":"`+id+`","metrics":{"_timestamp":1767225600.5,"inference/tps":900}}`+"\n",
+		string(body), "one line per post, the exact body the platform would get")
+}
+
 func TestOfflineModeRefusesRunIDsThatWouldLeaveTheDirectory(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, func(c *Config) { c.Mode = ModeOffline; c.Directory = filepath.Join(dir, "runs") })

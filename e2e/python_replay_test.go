@@ -107,7 +107,7 @@ func TestAPythonRunWithBoolAndIntMetricValuesLandsWholeWithTheBoolsAsOneAndZero(
 	}
 }
 
-func TestNumpyValuesLandWhereTheSDKKeptTheirStepAndThePointWhoseStepItDroppedIsRejectedAsNoStep(t *testing.T) {
+func TestNumpyValuesLandWhereTheSDKKeptTheirStepAndThePointWhoseStepItDroppedInTheRowOfItsTime(t *testing.T) {
 	t.Parallel()
 	r := replayPythonSet(t, "numpy-probe")
 	r.checkEverythingLanded(t)
@@ -130,15 +130,22 @@ func TestNumpyValuesLandWhereTheSDKKeptTheirStepAndThePointWhoseStepItDroppedIsR
 			fatalf(t, r.c, "step %d: %s = %v (present %v), want %v", m.step, m.name, got, ok, m.want)
 		}
 	}
-	if got := r.counters.sum(counterRejected, "signal", "metrics", "reason", "no_step"); got != 1 {
-		fatalf(t, r.c, "rejected{metrics,no_step} = %v, want 1 (the loss point whose np.int64 prime.step the SDK dropped)", got)
+	// The loss point whose np.int64 prime.step the SDK dropped has no step
+	// at all: it is the row of its time, as log_metrics(step=None) would be.
+	if len(r.want.timeRows) != 1 {
+		fatalf(t, r.c, "the wire has %d times with points without a step, want 1: %v", len(r.want.timeRows), r.want.timeRows)
+	}
+	for at, row := range r.want.timeRows {
+		if _, ok := row["loss"]; !ok || !maps.Equal(r.run.TimeMetrics[at], row) {
+			fatalf(t, r.c, "time-keyed rows %v, want the loss point's row %v at %v", r.run.TimeMetrics, row, at)
+		}
+	}
+	if got := r.counters.sum(counterRejected, "signal", "metrics", "reason", "no_step"); got != 0 {
+		fatalf(t, r.c, "rejected{metrics,no_step} = %v, want 0", got)
 	}
 	if got := r.counters.sum(counterCoerced, "signal", "logs", "reason", "number_string"); got != 3 {
 		fatalf(t, r.c, `coerced{logs,number_string} = %v, want 3 (prime.work.step "10", prime.step "20", m/f32 "0.5"); counters %v`,
 			got, r.counters.byReason(counterCoerced))
-	}
-	if !logHasLine(r.log, "no_step", `"loss"`) {
-		fatalf(t, r.c, "no log line names the no_step rejection of the metric loss")
 	}
 }
 
@@ -296,7 +303,13 @@ func (r *replay) checkEverythingLanded(t *testing.T) {
 		}
 	}
 
-	// Counters: the only rejections are the points with no step on the wire;
+	// Time-keyed rows: exactly the points with no step, by their time.
+	if !maps.EqualFunc(run.TimeMetrics, want.timeRows, maps.Equal) {
+		fatalf(t, c, "time-keyed rows %v, want %v", run.TimeMetrics, want.timeRows)
+	}
+
+	// Counters: the only rejections are the points with neither a step nor
+	// a time on the wire;
 	// the only skips are the off-cadence episodes; coercions as counted.
 	rejected := r.counters.byReason(counterRejected)
 	wantRejected := map[string]float64{}
@@ -340,7 +353,8 @@ func (r *replay) checkEverythingLanded(t *testing.T) {
 type replayWant struct {
 	runKey, model string
 	metrics       map[int64]map[string]float64
-	noStep        []string // metrics of points with no step
+	timeRows      map[float64]map[string]float64 // points with no step, by their time in unix seconds
+	noStep        []string                       // metrics of points with neither a step nor a time
 	rows          map[int64][]wantRow
 	episodes      int                // prime.episode records
 	offCadence    int                // of them, off the cadence
@@ -460,7 +474,8 @@ func postFixture(t *testing.T, c *collector, path string) {
 // documents), rather than guessing.
 func expectFromWire(t *testing.T, files []string) replayWant {
 	t.Helper()
-	w := replayWant{metrics: map[int64]map[string]float64{}, rows: map[int64][]wantRow{}, coerced: map[string]float64{}}
+	w := replayWant{metrics: map[int64]map[string]float64{}, timeRows: map[float64]map[string]float64{},
+		rows: map[int64][]wantRow{}, coerced: map[string]float64{}}
 	identity := func(res []wireKV) {
 		key, _ := wireGet(res, "prime.run.key")
 		model, _ := wireGet(res, "prime.run.model")
@@ -497,8 +512,16 @@ func expectFromWire(t *testing.T, files []string) replayWant {
 					t.Fatalf("%s: metric %s %v: the replay test reads bare metrics with prime.step only", f, p.Metric, p.Attrs)
 				}
 				sv, ok := wireGet(p.Attrs, "prime.step")
-				if !ok {
+				switch {
+				case !ok && p.Time == 0:
 					w.noStep = append(w.noStep, p.Metric)
+					continue
+				case !ok: // the row of its time, as the platform's SDK posts step=None
+					at := float64(p.Time) / 1e9
+					if w.timeRows[at] == nil {
+						w.timeRows[at] = map[string]float64{}
+					}
+					w.timeRows[at][p.Metric] = p.Value
 					continue
 				}
 				step := wireStep(t, f, sv, "metrics", &w)

@@ -151,17 +151,16 @@ func runSync(t *testing.T, platform *rfttest.Server, args ...string) syncResult 
 	return res
 }
 
-// offlineMetrics reads metrics.jsonl: step → the merged metrics, and the
-// number of posts.
-func offlineMetrics(t *testing.T, runDir string) (map[int64]map[string]float64, int) {
+// offlineMetrics reads metrics.jsonl: step → the merged metrics, the
+// time-keyed rows by _timestamp, and the number of posts.
+func offlineMetrics(t *testing.T, runDir string) (steps map[int64]map[string]float64, times map[float64]map[string]float64, posts int) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(runDir, "metrics.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	out := map[int64]map[string]float64{}
-	posts := 0
+	steps, times = map[int64]map[string]float64{}, map[float64]map[string]float64{}
 	for sc := bufio.NewScanner(f); sc.Scan(); {
 		var post struct {
 			Metrics map[string]float64 `json:"metrics"`
@@ -169,18 +168,29 @@ func offlineMetrics(t *testing.T, runDir string) (map[int64]map[string]float64, 
 		if err := json.Unmarshal(sc.Bytes(), &post); err != nil {
 			t.Fatal(err)
 		}
-		step := int64(post.Metrics["step"])
-		if out[step] == nil {
-			out[step] = map[string]float64{}
+		// A row is a step's, or, with no "step", the row of its
+		// _timestamp; neither key is a value of the row.
+		var row map[string]float64
+		if step, ok := post.Metrics["step"]; ok {
+			if steps[int64(step)] == nil {
+				steps[int64(step)] = map[string]float64{}
+			}
+			row = steps[int64(step)]
+		} else {
+			at := post.Metrics["_timestamp"]
+			if times[at] == nil {
+				times[at] = map[string]float64{}
+			}
+			row = times[at]
 		}
 		for k, v := range post.Metrics {
-			if k != "step" {
-				out[step][k] = v
+			if k != "step" && k != "_timestamp" {
+				row[k] = v
 			}
 		}
 		posts++
 	}
-	return out, posts
+	return steps, times, posts
 }
 
 // checkSynced asserts the platform holds exactly what the run directory
@@ -210,12 +220,15 @@ func checkSynced(t *testing.T, platform *rfttest.Server, runDir string, res sync
 		t.Errorf("team_id = %v, want %s", run.Spec["team_id"], syncTeam)
 	}
 
-	want, posts := offlineMetrics(t, runDir)
+	want, wantTimes, posts := offlineMetrics(t, runDir)
 	if run.MetricPosts != posts+replays {
 		t.Errorf("%d metrics posts accepted, metrics.jsonl has %d lines and %d were replayed", run.MetricPosts, posts, replays)
 	}
 	if fmt.Sprint(run.Metrics) != fmt.Sprint(want) {
 		t.Errorf("metrics differ:\nplatform %v\noffline  %v", run.Metrics, want)
+	}
+	if fmt.Sprint(run.TimeMetrics) != fmt.Sprint(wantTimes) {
+		t.Errorf("time-keyed rows differ:\nplatform %v\noffline  %v", run.TimeMetrics, wantTimes)
 	}
 
 	files := offlineObjects(t, runDir)

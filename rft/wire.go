@@ -61,8 +61,9 @@ type Run struct {
 	Status string // the platform's vocabulary, e.g. "RUNNING"
 }
 
-// MetricsRequest is the body of POST /rft/metrics: one step's scalars in one
-// flat object, the step itself among them as "step".
+// MetricsRequest is the body of POST /rft/metrics: one row's scalars in one
+// flat object, the row's "step" (none for a row of a time alone) and
+// "_timestamp" (unix seconds) among them.
 type MetricsRequest struct {
 	RunID   string             `json:"run_id"`
 	Metrics map[string]float64 `json:"metrics"`

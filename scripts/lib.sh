@@ -49,22 +49,53 @@ build_sync() {
   (cd "$ROOT/cmd/prime-sync" && go build -o "$PRIMESYNC" .)
 }
 
-# The shared run registry's tests run a real redis-server (Debian's package)
-# on a free loopback port; install it when it is missing.
-ensure_redis() {
-  if command -v redis-server >/dev/null 2>&1; then
+# apt_install <command-check> <packages…>: installs Debian packages unless
+# the check (a shell command) already succeeds.
+apt_install() {
+  local check=$1
+  shift
+  if eval "$check" >/dev/null 2>&1; then
     return
   fi
-  log "installing redis-server (apt-get)"
+  log "installing $* (apt-get)"
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   local out
   out=$(mktemp)
-  if ! ($sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server) >"$out" 2>&1; then
+  if ! ($sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@") >"$out" 2>&1; then
     cat "$out" >&2
     rm -f "$out"
     return 1
   fi
   rm -f "$out"
-  command -v redis-server >/dev/null
+  eval "$check" >/dev/null
+}
+
+# The shared run registry's tests run a real redis-server (Debian's package)
+# on a free loopback port.
+ensure_redis() {
+  apt_install "command -v redis-server" redis-server
+}
+
+# Debian's python3 with venv and wheel: what the python/ package's tests and
+# its no-network install (pip --no-build-isolation) need.
+PYTHON3=/usr/bin/python3
+ensure_python() {
+  apt_install "$PYTHON3 -c 'import venv, ensurepip, wheel, setuptools'" python3 python3-venv python3-wheel python3-setuptools
+}
+
+# test_python: the python/ package installed as a user installs it, with no
+# package index (pip --no-deps --no-build-isolation into a venv of Debian's
+# python3, which sees Debian's setuptools and wheel), then its unit tests run
+# against the installed copy. The OTel SDK is not installed: the tests replace
+# the one module that imports it (prime_otel._otel).
+test_python() {
+  local venv="$BUILD/pyvenv" work="$BUILD/pysrc"
+  rm -rf "$venv" "$work"
+  # A copy, so the in-tree build leaves nothing behind in the checkout.
+  cp -r "$ROOT/python" "$work"
+  "$PYTHON3" -m venv --system-site-packages "$venv"
+  "$venv/bin/pip" install --quiet --no-index --no-deps --no-build-isolation "$work"
+  (cd / && "$venv/bin/python" -c 'import prime_otel, prime_otel.prime_rl; print("==> imported prime_otel", prime_otel.__version__, "from", prime_otel.__file__)') >&2
+  (cd "$work" && rm -rf src && "$venv/bin/python" -m unittest discover -s tests -t .)
 }

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Records the trainer of docs/python.md (cmd/pytrainer/trainer.py) with the
-# real OpenTelemetry Python SDK 1.44.0 as the fixture set
-# e2e/testdata/python-sdk-1.44/docs-trainer/: the raw OTLP/HTTP request bodies
-# it sends, in send order, and the SHA-256 of the trainer they came from.
-# CI never runs this: it replays the committed files (e2e/python_replay_test.go).
+# Records Python trainers with the real OpenTelemetry Python SDK 1.44.0 as
+# fixture sets under e2e/testdata/python-sdk-1.44/: the raw OTLP/HTTP request
+# bodies each sends, in send order, and the SHA-256 of the sources they came
+# from. CI never runs this: it replays the committed files
+# (e2e/python_replay_test.go, e2e/python_package_test.go), and a test fails
+# when a recorded source changes until it is recorded again.
+#   docs-trainer/          cmd/pytrainer/trainer.py, the trainer of docs/python.md
+#   prime-otel-trainer/    python/examples/trainer.py: the prime_runs train API on prime_otel
+#   prime-otel-monitor/    python/examples/prime_rl_orchestrator.py: OtelMonitor driven as prime-rl does, numpy values
+#   prime-otel-eval/       python/examples/eval.py: an evaluation with its summary
+#   prime-otel-crash/      python/examples/crash.py: a trainer that dies without finishing
 #
-#   bash scripts/record-python-fixture.sh
+#   bash scripts/record-python-fixture.sh [set ...]     (default: every set)
 #
-# Needs Debian's python3 (3.11) with python3-protobuf and python3-requests
-# (apt-get install python3-protobuf python3-requests); pip cannot install the
-# SDK here, so the packages come from their git tags and go on PYTHONPATH:
+# Needs Debian's python3 (3.11) with python3-protobuf, python3-requests and
+# python3-numpy (apt-get install python3-protobuf python3-requests python3-numpy);
+# pip cannot install the SDK here, so the packages come from their git tags and go on PYTHONPATH:
 #   OTEL_PYTHON_GIT        a git dir of github.com/open-telemetry/opentelemetry-python (tag v1.44.0)
 #   TYPING_EXTENSIONS_GIT  a git dir of github.com/python/typing_extensions (tag 4.15.0; Debian's 4.4 lacks
 #                          typing_extensions.deprecated, which the semantic conventions import)
@@ -17,17 +23,16 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-OUT=${1:-"$ROOT/e2e/testdata/python-sdk-1.44/docs-trainer"}
+FIXTURES="$ROOT/e2e/testdata/python-sdk-1.44"
 PYTHON=${PYTHON:-/usr/bin/python3}
 OTEL_TAG=v1.44.0
 TE_TAG=4.15.0
-RUN_KEY=py-docs-trainer
 WORK="$ROOT/_build/pysdk"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
-"$PYTHON" -c 'import google.protobuf, requests' 2>/dev/null || {
-  echo "$PYTHON lacks protobuf or requests: apt-get install python3-protobuf python3-requests" >&2
+"$PYTHON" -c 'import google.protobuf, requests, numpy' 2>/dev/null || {
+  echo "$PYTHON lacks protobuf, requests or numpy: apt-get install python3-protobuf python3-requests python3-numpy" >&2
   exit 1
 }
 
@@ -53,22 +58,49 @@ export PYTHONPATH
 version=$("$PYTHON" -c 'from opentelemetry.sdk.version import __version__; print(__version__)')
 [[ "$version" == "${OTEL_TAG#v}" ]] || { echo "the assembled SDK says $version, want ${OTEL_TAG#v}" >&2; exit 1; }
 
-log "recording the trainer into $OUT"
-mkdir -p "$OUT"
-rm -f "$OUT"/*.pb
-portfile="$WORK/recorder.port"
-rm -f "$portfile"
-"$PYTHON" "$ROOT/scripts/otlp_recorder.py" "$OUT" "$portfile" &
-recorder=$!
-trap 'kill "$recorder" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do [[ -s "$portfile" ]] && break; sleep 0.05; done
-[[ -s "$portfile" ]] || { echo "the recorder did not start" >&2; exit 1; }
+# record <set> <run key> <script>: runs the script against a recorder and
+# stores what it sent, numbered in send order.
+record() {
+  local set=$1 key=$2 script=$3
+  local out="$FIXTURES/$set" portfile="$WORK/recorder.port"
+  log "recording $script into $out"
+  mkdir -p "$out"
+  rm -f "$out"/*.pb "$portfile"
+  "$PYTHON" "$ROOT/scripts/otlp_recorder.py" "$out" "$portfile" &
+  local recorder=$!
+  trap 'kill "$recorder" 2>/dev/null || true' EXIT
+  for _ in $(seq 100); do [[ -s "$portfile" ]] && break; sleep 0.05; done
+  [[ -s "$portfile" ]] || { echo "the recorder did not start" >&2; exit 1; }
+  # A crash is what one set records: its exit status is not this script's.
+  (cd "$(dirname "$script")" && env -u RANK -u RUN_ID -u PRIME_RUN_ID \
+    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$(cat "$portfile")" PRIME_RUN_KEY="$key" \
+    PYTHONPATH="$PYTHONPATH:$ROOT/python/src" "$PYTHON" "$script") || log "$script exited with $?"
+  kill -TERM "$recorder"
+  wait "$recorder"
+  trap - EXIT
+  ls -l "$out" >&2
+}
 
-OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$(cat "$portfile")" PRIME_RUN_KEY=$RUN_KEY \
-  "$PYTHON" "$ROOT/cmd/pytrainer/trainer.py"
-kill -TERM "$recorder"
-wait "$recorder"
-trap - EXIT
+# The package's sources and the example: a change to any of them fails
+# e2e/python_package_test.go until the set is recorded again.
+package=(python/src/prime_otel/*.py python/examples/episodes.py)
+record_example() { # set key example.py
+  record "$1" "$2" "$ROOT/python/examples/$3"
+  (cd "$ROOT" && sha256sum "python/examples/$3" "${package[@]}") >"$FIXTURES/$1/source.sha256"
+}
 
-(cd "$ROOT/cmd/pytrainer" && sha256sum trainer.py) >"$OUT/trainer.sha256"
-ls -l "$OUT" >&2
+sets=("$@")
+[[ ${#sets[@]} -gt 0 ]] || sets=(docs-trainer prime-otel-trainer prime-otel-monitor prime-otel-eval prime-otel-crash)
+for set in "${sets[@]}"; do
+  case $set in
+  docs-trainer)
+    record docs-trainer py-docs-trainer "$ROOT/cmd/pytrainer/trainer.py"
+    (cd "$ROOT/cmd/pytrainer" && sha256sum trainer.py) >"$FIXTURES/docs-trainer/trainer.sha256"
+    ;;
+  prime-otel-trainer) record_example "$set" py-otel-trainer trainer.py ;;
+  prime-otel-monitor) record_example "$set" py-otel-monitor prime_rl_orchestrator.py ;;
+  prime-otel-eval) record_example "$set" py-otel-eval eval.py ;;
+  prime-otel-crash) record_example "$set" py-otel-crash crash.py ;;
+  *) echo "no fixture set $set" >&2; exit 2 ;;
+  esac
+done

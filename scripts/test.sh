@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# The tests: vet and race-test every module, build the collector with ocb,
+# The tests: the python/ package's install and unit tests, vet and race-test
+# every module, build the collector with ocb,
 # build prime-sync, then run the end-to-end tests against the built binaries.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/agent.sh"
 
 cd "$ROOT"
 ensure_redis
+ensure_python
+
+log "python/: pip install into a venv with no package index, then its unit tests"
+test_python
 
 log "go vet + go test -race (component)"
 go vet ./...

@@ -185,6 +185,46 @@ func TestARefusedMetricsLineIsJournaledAndTheRestLands(t *testing.T) {
 	assert.Equal(t, "completed", j.ClosedOut, "a refused item does not hold the close-out back")
 }
 
+func TestTimeRowsAndTimestampsAreReplayedUnchanged(t *testing.T) {
+	f := newFixture(t)
+	dir := offlineRun(t, "team-1", nil, completed)
+	// Lines as offline mode writes them: a step's row with its time, and a
+	// row of a time alone (metrics with no step).
+	local := filepath.Base(dir)
+	var lines []string
+	for _, m := range []map[string]float64{
+		{"step": 5, "_timestamp": 1767225600.5, "loss": 0.2},
+		{"_timestamp": 1767225600.25, "inference/ttft": 0.25},
+	} {
+		line, err := json.Marshal(rft.MetricsRequest{RunID: local, Metrics: m})
+		require.NoError(t, err)
+		lines = append(lines, string(line))
+	}
+	mf, err := os.OpenFile(filepath.Join(dir, platform.MetricsFile), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = mf.WriteString(strings.Join(lines, "\n") + "\n")
+	require.NoError(t, err)
+	require.NoError(t, mf.Close())
+
+	r := Sync(context.Background(), f.options(), []string{dir})[0]
+	require.NoError(t, r.Err)
+	assert.Equal(t, int64(6), r.MetricsPosted)
+	var bodies []string
+	for _, req := range f.platform.Requests() {
+		if strings.HasSuffix(req.Path, "/rft/metrics") {
+			bodies = append(bodies, string(req.Body))
+		}
+	}
+	require.Len(t, bodies, 6)
+	assert.Equal(t, []string{
+		strings.Replace(lines[0], local, r.RunID, 1),
+		strings.Replace(lines[1], local, r.RunID, 1),
+	}, bodies[4:], "the same bodies, with the platform run's id")
+	run := f.platform.Runs()[0]
+	assert.Equal(t, map[float64]map[string]float64{1767225600.25: {"inference/ttft": 0.25}}, run.TimeMetrics)
+	assert.Equal(t, map[string]float64{"loss": 0.2}, run.Metrics[5])
+}
+
 func TestWhatNoRetryFixesIsAConfigurationError(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -19,7 +19,8 @@ type Reason string
 // Rejections of the input mapping (stepmetrics, sampletable): the value or
 // record does not fit what telemetry.md specifies.
 const (
-	// NoStep: a point, prime.metrics event or prime.episode record has no step.
+	// NoStep: a prime.episode record has no step, or a point or
+	// prime.metrics event has neither a step nor a time to key its row by.
 	NoStep Reason = "no_step"
 	// BadStep: the step is not an integer, or the step metric disagrees with itself.
 	BadStep Reason = "bad_step"
@@ -52,7 +53,7 @@ const (
 	NoTeam Reason = "no_team"
 	// Unauthorized: the platform refused the API key; nothing is sent until it is fixed.
 	Unauthorized Reason = "unauthorized"
-	// PlatformRejected: the platform refused a step's metrics post for good.
+	// PlatformRejected: the platform refused a metrics post (a step's or a time's row) for good.
 	PlatformRejected Reason = "platform_rejected"
 	// EpisodeTooLarge: an episode is larger than samples.max_episode_bytes.
 	EpisodeTooLarge Reason = "episode_too_large"

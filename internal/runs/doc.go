@@ -16,8 +16,9 @@
 //     identity and returns a Lease on its run, creating (or attaching) the
 //     run on its first data. Data that can never be sent is counted and
 //     logged there and comes back as ErrSkipped.
-//   - A Lease is a push's hold on its run: PostSteps (metrics, with
-//     de-duplication of values already sent), Delivered / Object /
+//   - A Lease is a push's hold on its run: PostSteps (metrics rows, a
+//     step's with de-duplication of values already sent, a time's as it
+//     comes), Delivered / Object /
 //     SaveObject / ObjectDone (the sample uploader's episodes, ranges and
 //     pending uploads), Count, End (prime.run.end), Release.
 //   - MarkHandedBack and Settle track the data a push handed back to the

@@ -121,7 +121,8 @@ func (s *sentValues) unsent(step int64, values map[string]float64) map[string]fl
 }
 
 // markSent records a step's values after the platform accepted them. The
-// "step" entry PostSteps adds is not a value and is not stored.
+// "step" entry PostSteps adds is not a value and is not stored (it is
+// counted, as it always was).
 func (s *sentValues) markSent(step int64, values map[string]float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,7 +136,7 @@ func (s *sentValues) markSent(step int64, values map[string]float64) {
 	}
 	if step < st.floor() {
 		for k := range values {
-			if k != "step" {
+			if k != stepKey {
 				st.intern(k).ranges.add(step)
 			}
 		}
@@ -148,7 +149,7 @@ func (s *sentValues) markSent(step int64, values map[string]float64) {
 			slot.step, slot.vals = step, make(map[string]float64, len(values))
 		}
 		for k, v := range values {
-			if k != "step" {
+			if k != stepKey {
 				// Assigning to an existing string key stores the new
 				// key string too, so always use the interned one.
 				slot.vals[st.intern(k).name] = v
@@ -157,6 +158,10 @@ func (s *sentValues) markSent(step int64, values map[string]float64) {
 	}
 	s.sent.Add(int64(len(values)))
 }
+
+// count counts n values sent in a post that is not remembered: a time
+// row's.
+func (s *sentValues) count(n int) { s.sent.Add(int64(n)) }
 
 func (s *sentValues) total() int { return int(s.sent.Load()) }
 

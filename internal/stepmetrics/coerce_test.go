@@ -97,7 +97,7 @@ func TestAPointWithAStringPrimeStepIsSentAtThatStepAndReportedAsCoerced(t *testi
 	tests := []struct {
 		name   string
 		build  func(t *testing.T, ms pmetric.MetricSlice)
-		want   []Entry
+		want   []stepValue
 		wantRj []rejection
 		wantC  []reject.Reason
 	}{
@@ -108,7 +108,7 @@ func TestAPointWithAStringPrimeStepIsSentAtThatStepAndReportedAsCoerced(t *testi
 				dbl(t, g, 0.4, ts, "prime.step", int64(21))
 				num(t, sum(ms, "tokens"), 64, ts, "prime.step", "-3")
 			},
-			[]Entry{{20, "loss", 0.5}, {21, "loss", 0.4}, {-3, "tokens", 64}},
+			[]stepValue{{20, "loss", 0.5}, {21, "loss", 0.4}, {-3, "tokens", 64}},
 			nil,
 			[]reject.Reason{reject.NumberString, reject.NumberString}},
 		{"a histogram point, once for all its entries",
@@ -118,7 +118,7 @@ func TestAPointWithAStringPrimeStepIsSentAtThatStepAndReportedAsCoerced(t *testi
 				dp.SetCount(2)
 				dp.SetSum(1)
 			},
-			[]Entry{{7, "reward/count", 2}, {7, "reward/sum", 1}, {7, "reward/mean", 0.5}},
+			[]stepValue{{7, "reward/count", 2}, {7, "reward/sum", 1}, {7, "reward/mean", 0.5}},
 			nil,
 			[]reject.Reason{reject.NumberString}},
 		{"a summary point",
@@ -128,7 +128,7 @@ func TestAPointWithAStringPrimeStepIsSentAtThatStepAndReportedAsCoerced(t *testi
 				dp.SetCount(1)
 				dp.SetSum(2)
 			},
-			[]Entry{{8, "latency/count", 1}, {8, "latency/sum", 2}},
+			[]stepValue{{8, "latency/count", 1}, {8, "latency/sum", 2}},
 			nil,
 			[]reject.Reason{reject.NumberString}},
 		{"the string step wins over the step gauge, as an int one does",
@@ -136,7 +136,7 @@ func TestAPointWithAStringPrimeStepIsSentAtThatStepAndReportedAsCoerced(t *testi
 				num(t, gauge(ms, "step"), 10, ts)
 				dbl(t, gauge(ms, "loss"), 0.5, ts, "prime.step", "2")
 			},
-			[]Entry{{10, "step", 10}, {2, "loss", 0.5}},
+			[]stepValue{{10, "step", 10}, {2, "loss", 0.5}},
 			nil,
 			[]reject.Reason{reject.NumberString}},
 		{"a point whose value is rejected is not counted as coerced too",
@@ -179,14 +179,14 @@ func TestAPrimeMetricsEventTakesStringAndBoolValuesAsThePythonUserMeantThem(t *t
 		name   string
 		attrs  []any
 		body   func(t *testing.T) pcommon.Value
-		want   []Entry
+		want   []stepValue
 		wantRj []rejection
 		wantC  []reject.Reason
 	}{
 		{"a string step and string and bool attribute values, the step's coercion last",
 			[]any{"prime.step", "20", "m/f32", "0.5", "n", "-3", "lr", "1e-06", "done", true, "warm", false, "loss", 0.25},
 			emptyBody,
-			[]Entry{{20, "m/f32", 0.5}, {20, "n", -3}, {20, "lr", 1e-6}, {20, "done", 1}, {20, "warm", 0}, {20, "loss", 0.25}},
+			[]stepValue{{20, "m/f32", 0.5}, {20, "n", -3}, {20, "lr", 1e-6}, {20, "done", 1}, {20, "warm", 0}, {20, "loss", 0.25}},
 			nil,
 			[]reject.Reason{reject.NumberString, reject.NumberString, reject.NumberString, reject.BoolValue, reject.BoolValue, reject.NumberString}},
 		{"a body map with string and bool values",
@@ -196,25 +196,25 @@ func TestAPrimeMetricsEventTakesStringAndBoolValuesAsThePythonUserMeantThem(t *t
 				attrs(t, v.Map(), "acc", "0.75", "ok", true, "loss", 0.5)
 				return v
 			},
-			[]Entry{{5, "acc", 0.75}, {5, "ok", 1}, {5, "loss", 0.5}},
+			[]stepValue{{5, "acc", 0.75}, {5, "ok", 1}, {5, "loss", 0.5}},
 			nil,
 			[]reject.Reason{reject.NumberString, reject.BoolValue}},
 		{"a JSON body with string and bool values",
 			[]any{"prime.step", "6"},
 			strBody(`{"acc": "0.75", "ok": false}`),
-			[]Entry{{6, "acc", 0.75}, {6, "ok", 0}},
+			[]stepValue{{6, "acc", 0.75}, {6, "ok", 0}},
 			nil,
 			[]reject.Reason{reject.NumberString, reject.BoolValue, reject.NumberString}},
 		{"a number string past float64 is still non-finite",
 			[]any{"prime.step", int64(3), "big", "1e400", "loss", 0.5},
 			emptyBody,
-			[]Entry{{3, "loss", 0.5}},
+			[]stepValue{{3, "loss", 0.5}},
 			[]rejection{{"non_finite", "big", `metric "big": value +Inf is not finite and is not sent`}},
 			nil},
 		{"strings that are not decimal numbers are still bad values",
 			[]any{"prime.step", int64(3), "a", "NaN", "b", "inf", "c", "", "d", " 1", "loss", 0.5},
 			emptyBody,
-			[]Entry{{3, "loss", 0.5}},
+			[]stepValue{{3, "loss", 0.5}},
 			[]rejection{
 				{"bad_value", "a", `prime.metrics event: value of "a" must be a number, got string`},
 				{"bad_value", "b", `prime.metrics event: value of "b" must be a number, got string`},
@@ -243,32 +243,30 @@ func TestAPrimeMetricsEventTakesStringAndBoolValuesAsThePythonUserMeantThem(t *t
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := pcommon.NewMap()
-			attrs(t, m, tt.attrs...)
-			entries, rejected, coerced := FromEvent(m, tt.body(t))
+			entries, rejected, coerced := FromEvent(record(t, tt.body(t), 0, 0, tt.attrs...))
 			assertMapping(t, entries, rejected, tt.want, tt.wantRj)
 			assertCoerced(t, coerced, tt.wantC)
 		})
 	}
 }
 
-func TestFilterStepsResolvesStringStepsAsFromResourceDoes(t *testing.T) {
+func TestFilterRowsResolvesStringStepsAsFromResourceDoes(t *testing.T) {
 	tests := []struct {
 		name  string
-		keep  func(int64) bool
-		want  []Entry
+		keep  func(Row) bool
+		want  []stepValue
 		wantC []reject.Reason
 	}{
 		{"keeping step 2 keeps its string-stepped points, still strings",
-			func(s int64) bool { return s == 2 },
-			[]Entry{{2, "loss", 0.8}, {2, "reward/count", 3}},
+			func(r Row) bool { return r == Row{Step: 2} },
+			[]stepValue{{2, "loss", 0.8}, {2, "reward/count", 3}},
 			[]reject.Reason{reject.NumberString, reject.NumberString}},
 		{"keeping step 1 keeps the int-stepped and the string-stepped point",
-			func(s int64) bool { return s == 1 },
-			[]Entry{{1, "loss", 0.9}, {1, "kl", 0.1}},
+			func(r Row) bool { return r == Row{Step: 1} },
+			[]stepValue{{1, "loss", 0.9}, {1, "kl", 0.1}},
 			[]reject.Reason{reject.NumberString}},
 		{"keeping nothing drops the bad string step with the rest",
-			func(int64) bool { return false },
+			func(Row) bool { return false },
 			nil, nil},
 	}
 	for _, tt := range tests {
@@ -284,7 +282,7 @@ func TestFilterStepsResolvesStringStepsAsFromResourceDoes(t *testing.T) {
 			dbl(t, gauge(ms, "kl"), 0.1, 100, "prime.step", int64(1))
 
 			dst := pmetric.NewMetrics()
-			FilterSteps(dst, rm, defaultOptions(), tt.keep)
+			FilterRows(dst, rm, defaultOptions(), tt.keep)
 			var entries []Entry
 			var coerced []reject.Reason
 			for i := 0; i < dst.ResourceMetrics().Len(); i++ {

@@ -1,8 +1,8 @@
 // Package stepmetrics maps OTLP metrics, and prime.metrics log events, to the
-// name → value entries of the platform's per-step metrics posts
-// (telemetry.md §2–3, rft-api.md "Step metrics"). It is pure: no I/O, no
-// collector component code; the root package groups the entries by run and
-// step, de-duplicates and sends them.
+// name → value entries of the platform's metrics rows: a step's, or a time's
+// for data with no step (telemetry.md §2–3, rft-api.md "Step metrics"). It
+// is pure: no I/O, no collector component code; the root package groups the
+// entries by run and row, de-duplicates a step's and sends them.
 //
 // Decisions, and why:
 //
@@ -16,9 +16,26 @@
 //     entry "step", which the post carries anyway). A zero timestamp never
 //     matches (it means "unset"); step points disagreeing at one timestamp
 //     make every point that leans on them a bad_step, rather than picking
-//     one at random. With no step a point is rejected, never guessed. Steps
-//     are read leniently (an integral double is an int, telemetry.md §3);
-//     their sign is not checked here (the spec sets no range).
+//     one at random. Steps are read leniently (an integral double is an
+//     int, telemetry.md §3); their sign is not checked here (the spec sets
+//     no range).
+//
+//   - Time-keyed rows. A training point or event with no step at all is
+//     not lost: its entries are the row of its time (Row{Time: t},
+//     Entry.TimeKeyed), because that is what the platform's own SDK posts
+//     for log_metrics(values, step=None) (prime-rl keys its inference
+//     metrics on wall time that way), and the exporter must say the same
+//     thing on the wire. A point's time is its time_unix_nano; an event's
+//     its timestamp, else its observed timestamp (EventTime). With no time
+//     either there is nothing to key the row by: no_step. Only a missing
+//     step is time-keyed. A step that is there but bad (a non-integer
+//     prime.step, a step gauge non-integral or in conflict at the point's
+//     timestamp) stays bad_step: putting it in a time row would guess
+//     that the trainer meant no step, and hide its bug. An evaluation
+//     (Options.Stepless) has no rows and is not concerned. Every entry
+//     carries its point's or event's time, so that the root package can
+//     stamp a step's post with the newest (_timestamp), as the SDK stamps
+//     every row.
 //
 //   - Python values are taken as a Python user means them. The OTel Python SDK
 //     (1.44) stringifies numpy scalars: np.int64(20) and np.float32(0.5) arrive
@@ -41,7 +58,7 @@
 //     rejection alone, never both.
 //
 //   - Key folding. The platform's post is one flat name → number object per
-//     step, so the data-point attributes that tell series apart (env, rank,
+//     row, so the data-point attributes that tell series apart (env, rank,
 //     …) must go into the name, or two series would overwrite each other.
 //     name{k=v,…} with sorted keys is the Prometheus-like form people read
 //     at a glance; it is deterministic, and escaping `\ , = { }` in keys and
@@ -67,11 +84,13 @@
 //   - Nothing recorded is not an error: a point flagged NoRecordedValue (or
 //     with an empty value) produces neither an entry nor a rejection.
 //
-//   - prime.metrics events. The step is the prime.step attribute only. The
-//     values are the body when it is a non-empty map (or a string holding a
-//     JSON object), else the attributes; not both, because a logging bridge
-//     fills the attributes with provenance (code.lineno, thread.id are ints)
-//     that a body-carrying trainer never meant as metrics. Among attributes,
+//   - prime.metrics events. The step is the prime.step attribute only (no
+//     step gauge: an event is not collected with one); without it the event
+//     is time-keyed, as above. The values are the body when it is a
+//     non-empty map (or a string holding a JSON object), else the
+//     attributes; not both, because a logging bridge fills the attributes
+//     with provenance (code.lineno, thread.id are ints) that a
+//     body-carrying trainer never meant as metrics. Among attributes,
 //     event.name, everything under prime. (the exporter's namespace) and the
 //     exact provenance names log bridges add are not metrics. Event keys are
 //     taken as given: an event has no data-point attributes to fold in.
@@ -79,9 +98,9 @@
 //   - Order is deterministic (metric order, then point order; document order
 //     for a JSON event body), so callers and tests can compare slices.
 //
-//   - FilterSteps resolves steps exactly as FromResource does, string steps
-//     included, so a retry handed back to the collector holds just the
-//     failed steps' points plus the step gauge points they need. It copies
-//     points unchanged: the retry is mapped, and its coercions counted,
-//     afresh.
+//   - FilterRows resolves rows exactly as FromResource does, string steps
+//     and time rows included, so a retry handed back to the collector
+//     holds just the failed rows' points plus the step gauge points they
+//     need. It copies points unchanged, timestamps included: the retry is
+//     mapped, and its coercions counted, afresh, into the same rows.
 package stepmetrics

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/internal/reject"
@@ -16,9 +18,13 @@ import (
 // bodyKey names the record body in rejections.
 const bodyKey = "body"
 
-// FromEvent maps one prime.metrics log record (telemetry.md §3) to entries of
-// its step: attribute prime.step (an int, an integral double, or a string
-// holding a decimal integer) gives the step, and the values are
+// FromEvent maps one prime.metrics log record (telemetry.md §3) to entries
+// of its row. Attribute prime.step (an int, an integral double, or a string
+// holding a decimal integer) gives the step; an event with no prime.step at
+// all is time-keyed instead, its entries the row of its time (EventTime),
+// and only an event with no time either is rejected (no_step). A prime.step
+// that is there but bad is bad_step: a step is never guessed, nor dropped
+// for the time. The values are
 //   - the body, when it is a non-empty map of name → number or a string
 //     holding such a JSON object (attributes then only carry the step);
 //   - otherwise every attribute but the event's own control attributes
@@ -31,22 +37,26 @@ const bodyKey = "body"
 // that is none of these is a bad_value rejection of its own; the event's
 // other values still count. Keys are taken as given, with no attribute
 // folding: an event has no data-point attributes. A rejection's Field is the
-// key, attribute or "body" concerned.
+// key, attribute or "body" concerned. Every entry's Time is EventTime.
 //
 // coerced holds one reason per value that became an entry only by coercion,
 // in value order, then one for a string step if the event gave any entry,
 // for the caller to count.
-func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected []*reject.Rejection, coerced []reject.Reason) {
+func FromEvent(lr plog.LogRecord) (entries []Entry, rejected []*reject.Rejection, coerced []reject.Reason) {
+	attrs, at := lr.Attributes(), EventTime(lr)
 	sv, ok := attrs.Get(stepAttribute)
 	if !ok {
-		return nil, []*reject.Rejection{reject.New(reject.NoStep, stepAttribute, "prime.metrics event has no %s attribute", stepAttribute)}, nil
+		if at == 0 {
+			return nil, []*reject.Rejection{reject.New(reject.NoStep, stepAttribute, "prime.metrics event has neither a %s attribute nor a timestamp", stepAttribute)}, nil
+		}
+		return eventValues(attrs, lr.Body(), rowEntry(Row{Time: at}, at), "prime.metrics event at "+at.AsTime().UTC().Format(time.RFC3339Nano))
 	}
 	step, stepHow, ok := readStep(sv)
 	if !ok {
 		return nil, []*reject.Rejection{reject.New(reject.BadStep, stepAttribute, "prime.metrics event: attribute %s must be an int, got %s", stepAttribute, describe(sv))}, nil
 	}
 
-	entries, rejected, coerced = eventValues(attrs, body, step, fmt.Sprintf("prime.metrics event for step %d", step))
+	entries, rejected, coerced = eventValues(attrs, lr.Body(), rowEntry(Row{Step: step}, at), fmt.Sprintf("prime.metrics event for step %d", step))
 	// Like a point's, the step counts as coerced only when it delivered
 	// something; an event rejected whole is counted as rejected alone.
 	if stepHow != "" && len(entries) > 0 {
@@ -55,15 +65,26 @@ func FromEvent(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected
 	return entries, rejected, coerced
 }
 
+// EventTime is when a record happened: its timestamp, else the time the
+// SDK or collector observed it (a logging bridge may leave the first
+// unset), else 0, unknown.
+func EventTime(lr plog.LogRecord) pcommon.Timestamp {
+	if t := lr.Timestamp(); t != 0 {
+		return t
+	}
+	return lr.ObservedTimestamp()
+}
+
 // SummaryValues maps one prime.metrics record of an evaluation, which has
 // no steps: its values as FromEvent reads them, every entry of step 0. A
 // prime.step attribute, if any, is a control attribute and ignored.
 func SummaryValues(attrs pcommon.Map, body pcommon.Value) (entries []Entry, rejected []*reject.Rejection, coerced []reject.Reason) {
-	return eventValues(attrs, body, 0, "prime.metrics event")
+	return eventValues(attrs, body, Entry{}, "prime.metrics event")
 }
 
-// eventValues reads an event's values (see FromEvent) as entries of step.
-func eventValues(attrs pcommon.Map, body pcommon.Value, step int64, subject string) (entries []Entry, rejected []*reject.Rejection, coerced []reject.Reason) {
+// eventValues reads an event's values (see FromEvent) as copies of base,
+// each with its key and value.
+func eventValues(attrs pcommon.Map, body pcommon.Value, base Entry, subject string) (entries []Entry, rejected []*reject.Rejection, coerced []reject.Reason) {
 	values, fromBody, bodyErr := bodyValues(body)
 	if bodyErr != nil {
 		rejected = append(rejected, reject.New(reject.BadValue, bodyKey, "prime.metrics event: body looks like a JSON object but does not parse: %v", bodyErr))
@@ -84,7 +105,9 @@ func eventValues(attrs pcommon.Map, body pcommon.Value, step int64, subject stri
 		case math.IsNaN(f) || math.IsInf(f, 0):
 			rejected = append(rejected, nonFinite(k, f))
 		default:
-			entries = append(entries, Entry{Step: step, Key: k, Value: f})
+			e := base
+			e.Key, e.Value = k, f
+			entries = append(entries, e)
 			if how != "" {
 				coerced = append(coerced, how)
 			}

@@ -4,21 +4,22 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// FilterSteps appends to dst a copy of rm holding only the data points whose
-// step satisfies keep, resolved exactly as FromResource resolves it (a
-// prime.step number string included). It hands only the failed steps back to
-// the collector's retry (consumererror.NewMetrics), so a retry does not
-// resend the steps that went through. Points are copied as they came, a
-// string step still a string: the retry is the same input, mapped the same
-// way.
+// FilterRows appends to dst a copy of rm holding only the data points whose
+// row satisfies keep, resolved exactly as FromResource resolves it (a
+// prime.step number string included; a point with no step at all in the
+// row of its timestamp). It hands only the failed rows back to the
+// collector's retry (consumererror.NewMetrics), so a retry does not resend
+// the rows that went through. Points are copied as they came, a string step
+// still a string and a timestamp unchanged: the retry is the same input,
+// mapped the same way, so a time row comes back as the same row.
 //
 // A step metric point's own step is its value, so the step gauge points of a
 // kept step are kept too and the retried points still find their step.
 // Points that FromResource turns into nothing but rejections or nothing at
-// all (no step, a bad step, no recorded value) are dropped: retrying cannot
-// fix them. Scopes and metrics left empty are not copied; if nothing is kept,
-// nothing is appended.
-func FilterSteps(dst pmetric.Metrics, rm pmetric.ResourceMetrics, opts Options, keep func(step int64) bool) {
+// all (neither a step nor a time, a bad step, no recorded value) are
+// dropped: retrying cannot fix them. Scopes and metrics left empty are not
+// copied; if nothing is kept, nothing is appended.
+func FilterRows(dst pmetric.Metrics, rm pmetric.ResourceMetrics, opts Options, keep func(Row) bool) {
 	steps := newStepResolver(rm, opts)
 	out := pmetric.NewResourceMetrics()
 	sms := rm.ScopeMetrics()
@@ -48,16 +49,16 @@ func FilterSteps(dst pmetric.Metrics, rm pmetric.ResourceMetrics, opts Options, 
 	out.MoveTo(dst.ResourceMetrics().AppendEmpty())
 }
 
-// filter removes from m the points whose step is unknown or not kept and
+// filter removes from m the points whose row is unknown or not kept and
 // returns how many are left.
-func (r stepResolver) filter(m pmetric.Metric, keep func(int64) bool) int {
+func (r stepResolver) filter(m pmetric.Metric, keep func(Row) bool) int {
 	name := m.Name()
 	wanted := func(dp point) bool {
 		if dp.Flags().NoRecordedValue() {
 			return false
 		}
-		step, _, rej := r.step(name, dp)
-		return rej == nil && keep(step)
+		row, _, rej := r.row(name, dp)
+		return rej == nil && keep(row)
 	}
 	switch m.Type() {
 	case pmetric.MetricTypeGauge, pmetric.MetricTypeSum:
@@ -72,7 +73,7 @@ func (r stepResolver) filter(m pmetric.Metric, keep func(int64) bool) int {
 				return !wanted(dp)
 			}
 			step, rej := r.ownStep(name, v)
-			return rej != nil || !keep(step)
+			return rej != nil || !keep(Row{Step: step})
 		})
 		return dps.Len()
 	case pmetric.MetricTypeHistogram:

@@ -10,14 +10,15 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 // FuzzFromResource feeds arbitrary OTLP metrics through the mapping: it must
-// not panic, must never produce a non-finite entry, and FilterSteps must
-// hand back exactly the points of the kept steps.
+// not panic, must never produce a non-finite entry nor a time row at time
+// 0, and FilterRows must hand back exactly the points of the kept rows.
 func FuzzFromResource(f *testing.F) {
 	for _, rm := range fuzzSeeds(f) {
 		md := pmetric.NewMetrics()
@@ -48,6 +49,9 @@ func checkResource(t *testing.T, rm pmetric.ResourceMetrics, opts Options) {
 		if math.IsNaN(e.Value) || math.IsInf(e.Value, 0) {
 			t.Fatalf("non-finite entry %+v", e)
 		}
+		if e.TimeKeyed && (e.Time == 0 || e.Step != 0) {
+			t.Fatalf("time-keyed entry %+v has no time, or a step", e)
+		}
 	}
 	// A point's only coercion is its step, and it counts only with entries.
 	for _, c := range coerced {
@@ -68,12 +72,13 @@ func checkResource(t *testing.T, rm pmetric.ResourceMetrics, opts Options) {
 			t.Fatalf("rejection %+v has no message", r)
 		}
 	}
-	for _, keep := range []func(int64) bool{
-		func(int64) bool { return true },
-		func(s int64) bool { return s%2 == 0 },
+	for _, keep := range []func(Row) bool{
+		func(Row) bool { return true },
+		func(r Row) bool { return r.Step%2 == 0 && !r.TimeKeyed() },
+		func(r Row) bool { return r.TimeKeyed() },
 	} {
 		dst := pmetric.NewMetrics()
-		FilterSteps(dst, rm, opts, keep)
+		FilterRows(dst, rm, opts, keep)
 		var got []Entry
 		for i := 0; i < dst.ResourceMetrics().Len(); i++ {
 			es, _, _ := FromResource(dst.ResourceMetrics().At(i), opts)
@@ -81,7 +86,7 @@ func checkResource(t *testing.T, rm pmetric.ResourceMetrics, opts Options) {
 		}
 		var want []Entry
 		for _, e := range entries {
-			if keep(e.Step) {
+			if keep(e.Row()) {
 				want = append(want, e)
 			}
 		}
@@ -99,6 +104,7 @@ func fuzzSeeds(tb testing.TB) []pmetric.ResourceMetrics {
 	dbl(tb, sum(ms, "loss"), 0.5, 10, "env", "a,b")
 	dbl(tb, sum(ms, "loss"), math.NaN(), 20)
 	dbl(tb, gauge(ms, "kl"), 0.1, 30, "prime.step", 2.5)
+	dbl(tb, gauge(ms, "kl"), 0.2, 35) // no step: the row of its time
 	h := histogram(ms, "reward").AppendEmpty()
 	h.SetTimestamp(10)
 	h.SetCount(2)
@@ -214,11 +220,12 @@ func FuzzFromEvent(f *testing.F) {
 	f.Add(`{"m/f32": "0.5", "n": "-3", "lr": "1e-06", "ok": false, "big": "1e400"}`, int64(20))
 	f.Add(`{"a": "NaN", "b": "inf", "c": "", "d": " 1", "e": "01", "f": "+1", "g": ".5"}`, int64(4))
 	f.Fuzz(func(t *testing.T, body string, step int64) {
-		m := pcommon.NewMap()
-		m.PutInt(stepAttribute, step)
-		entries, rejected, coerced := FromEvent(m, pcommon.NewValueStr(body))
+		lr := plog.NewLogRecord()
+		lr.Attributes().PutInt(stepAttribute, step)
+		lr.Body().SetStr(body)
+		entries, rejected, coerced := FromEvent(lr)
 		for _, e := range entries {
-			if e.Step != step || math.IsNaN(e.Value) || math.IsInf(e.Value, 0) {
+			if e.Step != step || e.TimeKeyed || math.IsNaN(e.Value) || math.IsInf(e.Value, 0) {
 				t.Fatalf("bad entry %+v for step %d", e, step)
 			}
 		}

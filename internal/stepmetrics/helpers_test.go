@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/primeintellect/primeexporter/internal/reject"
@@ -98,14 +99,67 @@ func texts(rs []*reject.Rejection) []rejection {
 	return out
 }
 
-func assertMapping(t *testing.T, gotE []Entry, gotR []*reject.Rejection, wantE []Entry, wantR []rejection) {
+// stepValue is an entry of a step's row as the tests of steps, keys and
+// values compare it: without its time. The tests of times compare whole
+// Entries (assertEntries).
+type stepValue struct {
+	Step  int64
+	Key   string
+	Value float64
+}
+
+// stepped is an entry of step s, of a point or event recorded at at.
+func stepped(s int64, key string, v float64, at pcommon.Timestamp) Entry {
+	return Entry{Step: s, Key: key, Value: v, Time: at}
+}
+
+// timed is an entry of the time-keyed row at.
+func timed(key string, v float64, at pcommon.Timestamp) Entry {
+	return Entry{Key: key, Value: v, Time: at, TimeKeyed: true}
+}
+
+// assertMapping compares entries as stepValues; every entry must be of a
+// step's row.
+func assertMapping(t *testing.T, gotE []Entry, gotR []*reject.Rejection, wantE []stepValue, wantR []rejection) {
+	t.Helper()
+	var got []stepValue
+	for _, e := range gotE {
+		if e.TimeKeyed {
+			t.Errorf("entry %+v is time-keyed; a step's was wanted", e)
+		}
+		got = append(got, stepValue{e.Step, e.Key, e.Value})
+	}
+	if !reflect.DeepEqual(wantE, got) {
+		t.Errorf("entries:\n got %s\nwant %s", lines(got), lines(wantE))
+	}
+	assertRejections(t, gotR, wantR)
+}
+
+// assertEntries compares whole entries, times and rows included.
+func assertEntries(t *testing.T, gotE []Entry, gotR []*reject.Rejection, wantE []Entry, wantR []rejection) {
 	t.Helper()
 	if !reflect.DeepEqual(wantE, gotE) {
 		t.Errorf("entries:\n got %s\nwant %s", lines(gotE), lines(wantE))
 	}
+	assertRejections(t, gotR, wantR)
+}
+
+func assertRejections(t *testing.T, gotR []*reject.Rejection, wantR []rejection) {
+	t.Helper()
 	if gotT := texts(gotR); !reflect.DeepEqual(wantR, gotT) {
 		t.Errorf("rejections:\n got %s\nwant %s", lines(gotT), lines(wantR))
 	}
+}
+
+// record is a log record with attributes kv, body and the two timestamps.
+func record(t testing.TB, body pcommon.Value, ts, observed uint64, kv ...any) plog.LogRecord {
+	t.Helper()
+	lr := plog.NewLogRecord()
+	attrs(t, lr.Attributes(), kv...)
+	body.CopyTo(lr.Body())
+	lr.SetTimestamp(pcommon.Timestamp(ts))
+	lr.SetObservedTimestamp(pcommon.Timestamp(observed))
+	return lr
 }
 
 // lines prints one element a line, so a failing golden comparison is readable.

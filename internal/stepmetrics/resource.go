@@ -11,12 +11,13 @@ import (
 )
 
 // FromResource maps every data point of one resource's metrics (all scope
-// metrics) to entries, in metric order then point order. Points that cannot
-// be sent come back as rejections, whose Field is the metric name (or, for
-// a non-finite value, the entry key); points with no recorded value produce
-// nothing at all. coerced holds one reason per point that gave entries only
-// because its prime.step was a number string (reject.NumberString), in
-// point order, for the caller to count.
+// metrics) to entries, in metric order then point order, each with the
+// point's timestamp as its Time. Points that cannot be sent come back as
+// rejections, whose Field is the metric name (or, for a non-finite value,
+// the entry key); points with no recorded value produce nothing at all.
+// coerced holds one reason per point that gave entries only because its
+// prime.step was a number string (reject.NumberString), in point order,
+// for the caller to count.
 func FromResource(rm pmetric.ResourceMetrics, opts Options) (entries []Entry, rejected []*reject.Rejection, coerced []reject.Reason) {
 	c := collector{steps: newStepResolver(rm, opts)}
 	sms := rm.ScopeMetrics()
@@ -78,13 +79,13 @@ func (c *collector) number(name string, own bool, dp pmetric.NumberDataPoint) {
 	if !ok {
 		return
 	}
-	var step int64
+	var row Row
 	var how reject.Reason
 	var rej *reject.Rejection
 	if own {
-		step, rej = c.steps.ownStep(name, v)
+		row.Step, rej = c.steps.ownStep(name, v)
 	} else {
-		step, how, rej = c.steps.step(name, dp)
+		row, how, rej = c.steps.row(name, dp)
 	}
 	if rej != nil {
 		c.rejected = append(c.rejected, rej)
@@ -92,7 +93,7 @@ func (c *collector) number(name string, own bool, dp pmetric.NumberDataPoint) {
 	}
 	before := len(c.entries)
 	f, _ := pvalue.Float(v)
-	c.add(step, FormatKey(name, dp.Attributes()), f)
+	c.add(rowEntry(row, dp.Timestamp()), FormatKey(name, dp.Attributes()), f)
 	c.coercedIf(how, before)
 }
 
@@ -104,59 +105,65 @@ type distribution struct {
 }
 
 func (c *collector) distribution(name string, dp point, d distribution) {
-	step, how, ok := c.recordedStep(name, dp)
+	base, how, ok := c.recordedRow(name, dp)
 	if !ok {
 		return
 	}
 	before := len(c.entries)
 	key := FormatKey(name, dp.Attributes())
-	c.add(step, key+"/count", float64(d.count))
+	c.add(base, key+"/count", float64(d.count))
 	if d.hasSum {
-		c.add(step, key+"/sum", d.sum)
+		c.add(base, key+"/sum", d.sum)
 		// The mean is what a training curve plots; a trainer on a metric SDK
 		// can only record a histogram, so it is derived here rather than
 		// asking for a second instrument.
 		if d.count > 0 {
-			c.add(step, key+"/mean", d.sum/float64(d.count))
+			c.add(base, key+"/mean", d.sum/float64(d.count))
 		}
 	}
 	if d.hasMin {
-		c.add(step, key+"/min", d.min)
+		c.add(base, key+"/min", d.min)
 	}
 	if d.hasMax {
-		c.add(step, key+"/max", d.max)
+		c.add(base, key+"/max", d.max)
 	}
 	c.coercedIf(how, before)
 }
 
 func (c *collector) summary(name string, dp pmetric.SummaryDataPoint) {
-	step, how, ok := c.recordedStep(name, dp)
+	base, how, ok := c.recordedRow(name, dp)
 	if !ok {
 		return
 	}
 	before := len(c.entries)
 	key := FormatKey(name, dp.Attributes())
-	c.add(step, key+"/count", float64(dp.Count()))
-	c.add(step, key+"/sum", dp.Sum())
+	c.add(base, key+"/count", float64(dp.Count()))
+	c.add(base, key+"/sum", dp.Sum())
 	qs := dp.QuantileValues()
 	for i := 0; i < qs.Len(); i++ {
-		c.add(step, key+"/q"+formatFloat(qs.At(i).Quantile()), qs.At(i).Value())
+		c.add(base, key+"/q"+formatFloat(qs.At(i).Quantile()), qs.At(i).Value())
 	}
 	c.coercedIf(how, before)
 }
 
-// recordedStep resolves a point's step, recording a rejection when it has
-// none; a point flagged with no recorded value is skipped silently.
-func (c *collector) recordedStep(name string, dp point) (int64, reject.Reason, bool) {
+// recordedRow resolves a point's row, recording a rejection when it has
+// none, and gives the Entry its values are added to; a point flagged with
+// no recorded value is skipped silently.
+func (c *collector) recordedRow(name string, dp point) (Entry, reject.Reason, bool) {
 	if dp.Flags().NoRecordedValue() {
-		return 0, "", false
+		return Entry{}, "", false
 	}
-	step, how, rej := c.steps.step(name, dp)
+	row, how, rej := c.steps.row(name, dp)
 	if rej != nil {
 		c.rejected = append(c.rejected, rej)
-		return 0, "", false
+		return Entry{}, "", false
 	}
-	return step, how, true
+	return rowEntry(row, dp.Timestamp()), how, true
+}
+
+// rowEntry is an entry of row, recorded at t, with no key or value yet.
+func rowEntry(row Row, t pcommon.Timestamp) Entry {
+	return Entry{Step: row.Step, Time: t, TimeKeyed: row.TimeKeyed()}
 }
 
 // coercedIf notes the coercion how (if any) of a point that gave entries
@@ -169,13 +176,15 @@ func (c *collector) coercedIf(how reject.Reason, before int) {
 	}
 }
 
-// add appends one entry, or a rejection when the value is NaN or ±Inf.
-func (c *collector) add(step int64, key string, v float64) {
+// add appends base with key and value v, or a rejection when v is NaN or
+// ±Inf.
+func (c *collector) add(base Entry, key string, v float64) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		c.rejected = append(c.rejected, nonFinite(key, v))
 		return
 	}
-	c.entries = append(c.entries, Entry{Step: step, Key: key, Value: v})
+	base.Key, base.Value = key, v
+	c.entries = append(c.entries, base)
 }
 
 func nonFinite(key string, v float64) *reject.Rejection {

@@ -11,20 +11,20 @@ func TestEachMetricTypeMapsToItsEntries(t *testing.T) {
 	tests := []struct {
 		name  string
 		build func(t *testing.T, ms pmetric.MetricSlice)
-		want  []Entry
+		want  []stepValue
 	}{
 		{"a double gauge gives its number",
 			func(t *testing.T, ms pmetric.MetricSlice) { dbl(t, gauge(ms, "loss"), 0.25, 1, "prime.step", 3) },
-			[]Entry{{3, "loss", 0.25}}},
+			[]stepValue{{3, "loss", 0.25}}},
 		{"an int gauge gives its number",
 			func(t *testing.T, ms pmetric.MetricSlice) { num(t, gauge(ms, "tokens"), 4096, 1, "prime.step", 3) },
-			[]Entry{{3, "tokens", 4096}}},
+			[]stepValue{{3, "tokens", 4096}}},
 		{"a double sum gives its number",
 			func(t *testing.T, ms pmetric.MetricSlice) { dbl(t, sum(ms, "reward"), 1.5, 1, "prime.step", 4) },
-			[]Entry{{4, "reward", 1.5}}},
+			[]stepValue{{4, "reward", 1.5}}},
 		{"an int sum gives its number",
 			func(t *testing.T, ms pmetric.MetricSlice) { num(t, sum(ms, "episodes"), 64, 1, "prime.step", 4) },
-			[]Entry{{4, "episodes", 64}}},
+			[]stepValue{{4, "episodes", 64}}},
 		{"a histogram gives count, sum, mean, min and max",
 			func(t *testing.T, ms pmetric.MetricSlice) {
 				dp := histogram(ms, "reward").AppendEmpty()
@@ -34,7 +34,7 @@ func TestEachMetricTypeMapsToItsEntries(t *testing.T) {
 				dp.SetMin(0)
 				dp.SetMax(1)
 			},
-			[]Entry{
+			[]stepValue{
 				{5, "reward{env=gsm8k}/count", 4}, {5, "reward{env=gsm8k}/sum", 3},
 				{5, "reward{env=gsm8k}/mean", 0.75}, {5, "reward{env=gsm8k}/min", 0},
 				{5, "reward{env=gsm8k}/max", 1},
@@ -45,14 +45,14 @@ func TestEachMetricTypeMapsToItsEntries(t *testing.T) {
 				attrs(t, dp.Attributes(), "prime.step", int64(5))
 				dp.SetCount(4)
 			},
-			[]Entry{{5, "reward/count", 4}}},
+			[]stepValue{{5, "reward/count", 4}}},
 		{"an empty histogram has a sum but no mean",
 			func(t *testing.T, ms pmetric.MetricSlice) {
 				dp := histogram(ms, "reward").AppendEmpty()
 				attrs(t, dp.Attributes(), "prime.step", int64(5))
 				dp.SetSum(0)
 			},
-			[]Entry{{5, "reward/count", 0}, {5, "reward/sum", 0}}},
+			[]stepValue{{5, "reward/count", 0}, {5, "reward/sum", 0}}},
 		{"an exponential histogram gives count, sum, mean, min and max",
 			func(t *testing.T, ms pmetric.MetricSlice) {
 				dp := expHistogram(ms, "len").AppendEmpty()
@@ -62,7 +62,7 @@ func TestEachMetricTypeMapsToItsEntries(t *testing.T) {
 				dp.SetMin(100)
 				dp.SetMax(200)
 			},
-			[]Entry{{6, "len/count", 2}, {6, "len/sum", 300}, {6, "len/mean", 150}, {6, "len/min", 100}, {6, "len/max", 200}}},
+			[]stepValue{{6, "len/count", 2}, {6, "len/sum", 300}, {6, "len/mean", 150}, {6, "len/min", 100}, {6, "len/max", 200}}},
 		{"a summary gives count, sum and one entry per quantile",
 			func(t *testing.T, ms pmetric.MetricSlice) {
 				dp := summary(ms, "loss").AppendEmpty()
@@ -75,7 +75,7 @@ func TestEachMetricTypeMapsToItsEntries(t *testing.T) {
 					qv.SetValue(q[1])
 				}
 			},
-			[]Entry{{7, "loss/count", 10}, {7, "loss/sum", 2.5}, {7, "loss/q0.5", 0.2}, {7, "loss/q0.99", 0.9}, {7, "loss/q1", 1.25}}},
+			[]stepValue{{7, "loss/count", 10}, {7, "loss/sum", 2.5}, {7, "loss/q0.5", 0.2}, {7, "loss/q0.99", 0.9}, {7, "loss/q1", 1.25}}},
 		{"entries follow metric order, then point order",
 			func(t *testing.T, ms pmetric.MetricSlice) {
 				b := gauge(ms, "b")
@@ -83,7 +83,7 @@ func TestEachMetricTypeMapsToItsEntries(t *testing.T) {
 				dbl(t, b, 1, 1, "prime.step", 1, "rank", 1)
 				dbl(t, gauge(ms, "a"), 3, 1, "prime.step", 2)
 			},
-			[]Entry{{1, "b", 2}, {1, "b{rank=1}", 1}, {2, "a", 3}}},
+			[]stepValue{{1, "b", 2}, {1, "b{rank=1}", 1}, {2, "a", 3}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,14 +101,14 @@ func TestFromResourceReadsEveryScope(t *testing.T) {
 	second := rm.ScopeMetrics().AppendEmpty().Metrics()
 	dbl(t, gauge(second, "kl"), 0.1, 1, "prime.step", 1)
 	entries, rejected, _ := FromResource(rm, defaultOptions())
-	assertMapping(t, entries, rejected, []Entry{{1, "loss", 0.5}, {1, "kl", 0.1}}, nil)
+	assertMapping(t, entries, rejected, []stepValue{{1, "loss", 0.5}, {1, "kl", 0.1}}, nil)
 }
 
 func TestNonFiniteValuesAreRejectedByKeyAndNeverSent(t *testing.T) {
 	tests := []struct {
 		name   string
 		build  func(t *testing.T, ms pmetric.MetricSlice)
-		want   []Entry
+		want   []stepValue
 		wantRj []rejection
 	}{
 		{"a NaN gauge is rejected",
@@ -129,7 +129,7 @@ func TestNonFiniteValuesAreRejectedByKeyAndNeverSent(t *testing.T) {
 				dp.SetSum(math.Inf(1))
 				dp.SetMin(1)
 			},
-			[]Entry{{2, "reward/count", 3}, {2, "reward/min", 1}},
+			[]stepValue{{2, "reward/count", 3}, {2, "reward/min", 1}},
 			[]rejection{
 				{"non_finite", "reward/sum", `metric "reward/sum": value +Inf is not finite and is not sent`},
 				{"non_finite", "reward/mean", `metric "reward/mean": value +Inf is not finite and is not sent`},
@@ -144,7 +144,7 @@ func TestNonFiniteValuesAreRejectedByKeyAndNeverSent(t *testing.T) {
 				qv.SetQuantile(0.5)
 				qv.SetValue(math.NaN())
 			},
-			[]Entry{{2, "loss/count", 1}, {2, "loss/sum", 1}},
+			[]stepValue{{2, "loss/count", 1}, {2, "loss/sum", 1}},
 			[]rejection{{"non_finite", "loss/q0.5", `metric "loss/q0.5": value NaN is not finite and is not sent`}}},
 	}
 	for _, tt := range tests {

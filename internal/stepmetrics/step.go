@@ -26,9 +26,9 @@ type reported struct {
 	conflict bool // points at this timestamp disagree
 }
 
-// stepResolver resolves the step of every data point of one resource. It is
-// built from the whole resource first because the step metric may come after
-// the metrics that lean on it.
+// stepResolver resolves the row (step, or time) of every data point of one
+// resource. It is built from the whole resource first because the step
+// metric may come after the metrics that lean on it.
 type stepResolver struct {
 	metric   string
 	byTime   map[pcommon.Timestamp]reported
@@ -100,35 +100,34 @@ func (r stepResolver) ownStep(name string, v pcommon.Value) (int64, *reject.Reje
 	return 0, reject.New(reject.BadStep, name, "metric %q: value %s is not an integral step", name, plainValue(v))
 }
 
-// step resolves an ordinary point's step: its prime.step attribute, else the
-// step metric at the same timestamp. how is the coercion the attribute
-// needed (readStep), "" for none.
-func (r stepResolver) step(name string, dp point) (step int64, how reject.Reason, rej *reject.Rejection) {
+// row resolves the row of an ordinary point: the step of its prime.step
+// attribute, else the step metric's at the same timestamp, else, when the
+// point has neither, the row of its timestamp. A step that is there but
+// bad is never passed over for the time: that would hide a trainer's bug.
+// how is the coercion the attribute needed (readStep), "" for none.
+func (r stepResolver) row(name string, dp point) (row Row, how reject.Reason, rej *reject.Rejection) {
 	if r.stepless {
-		return 0, "", nil
+		return Row{}, "", nil
 	}
 	if v, ok := dp.Attributes().Get(stepAttribute); ok {
 		if step, how, ok := readStep(v); ok {
-			return step, how, nil
+			return Row{Step: step}, how, nil
 		}
-		return 0, "", reject.New(reject.BadStep, name, "metric %q: attribute %s must be an int, got %s", name, stepAttribute, describe(v))
-	}
-	if r.metric == "" {
-		return 0, "", reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute", name, stepAttribute)
+		return Row{}, "", reject.New(reject.BadStep, name, "metric %q: attribute %s must be an int, got %s", name, stepAttribute, describe(v))
 	}
 	if dp.Timestamp() == 0 {
-		return 0, "", reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute and no timestamp to match a %q gauge at", name, stepAttribute, r.metric)
+		return Row{}, "", reject.New(reject.NoStep, name, "metric %q: data point has neither a %s attribute nor a timestamp", name, stepAttribute)
 	}
 	got, ok := r.byTime[dp.Timestamp()]
 	switch {
 	case !ok:
-		return 0, "", reject.New(reject.NoStep, name, "metric %q: data point has no %s attribute and no %q gauge at its timestamp", name, stepAttribute, r.metric)
+		return Row{Time: dp.Timestamp()}, "", nil
 	case !got.integral:
-		return 0, "", reject.New(reject.BadStep, name, "metric %q: the %q gauge at its timestamp is not an integral step", name, r.metric)
+		return Row{}, "", reject.New(reject.BadStep, name, "metric %q: the %q gauge at its timestamp is not an integral step", name, r.metric)
 	case got.conflict:
-		return 0, "", reject.New(reject.BadStep, name, "metric %q: the %q gauge reports different steps at its timestamp", name, r.metric)
+		return Row{}, "", reject.New(reject.BadStep, name, "metric %q: the %q gauge reports different steps at its timestamp", name, r.metric)
 	}
-	return got.step, "", nil
+	return Row{Step: got.step}, "", nil
 }
 
 // describe names a value's type for an error, with the value itself when it

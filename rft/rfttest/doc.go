@@ -18,6 +18,8 @@
 //   - unknown keys in any body are a 400 (FastAPI would ignore them);
 //   - integers must be integer literals ("10", not "10.0" or "1e1");
 //   - metric values must be JSON numbers;
+//   - a metrics post with no "step" must carry a positive "_timestamp"
+//     (unix seconds): it is the row of that time, kept in Run.TimeMetrics;
 //   - a body must be valid UTF-8 and exactly one JSON object;
 //   - a wrong Content-Type on a platform route is a 415.
 //

@@ -35,6 +35,34 @@ func TestMetricsPostsForTheSameStepAreMergedIntoOneRow(t *testing.T) {
 	}
 }
 
+func TestAMetricsPostWithATimestampAndNoStepIsTheRowOfThatTime(t *testing.T) {
+	s, c := start(t, Options{})
+	id := c.createRun()
+	for _, body := range []string{
+		`{"run_id":"` + id + `","metrics":{"_timestamp":1767225600.25,"inference/ttft":0.25}}`,
+		`{"run_id":"` + id + `","metrics":{"_timestamp":1767225600.25,"inference/ttft":0.25}}`, // a replay
+		`{"run_id":"` + id + `","metrics":{"_timestamp":1767225600.25,"inference/tps":900}}`,
+		`{"run_id":"` + id + `","metrics":{"_timestamp":1767225601,"inference/ttft":0.3}}`,
+		`{"run_id":"` + id + `","metrics":{"step":10,"_timestamp":1767225602.5,"loss":0.25}}`,
+	} {
+		wantStatus(t, "metrics", c.post("/rft/metrics", body), http.StatusOK)
+	}
+	run := mustRun(t, s, id)
+	wantTimes := map[float64]map[string]float64{
+		1767225600.25: {"inference/ttft": 0.25, "inference/tps": 900},
+		1767225601:    {"inference/ttft": 0.3},
+	}
+	if !reflect.DeepEqual(run.TimeMetrics, wantTimes) {
+		t.Errorf("TimeMetrics = %v, want %v", run.TimeMetrics, wantTimes)
+	}
+	if want := map[int64]map[string]float64{10: {"loss": 0.25}}; !reflect.DeepEqual(run.Metrics, want) {
+		t.Errorf("Metrics = %v, want %v: a step's _timestamp is not a value of its row", run.Metrics, want)
+	}
+	if run.MetricPosts != 5 {
+		t.Errorf("MetricPosts = %d, want 5", run.MetricPosts)
+	}
+}
+
 func TestMetricsAreRefusedWhenTheBodyIsWrong(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -43,6 +71,10 @@ func TestMetricsAreRefusedWhenTheBodyIsWrong(t *testing.T) {
 		detail string
 	}{
 		{"no step", `{"run_id":"run-1","metrics":{"loss":1}}`, http.StatusBadRequest, "metrics.step is required"},
+		{"no step and a string _timestamp", `{"run_id":"run-1","metrics":{"_timestamp":"1767225600","loss":1}}`, http.StatusBadRequest, "metrics._timestamp must be a number"},
+		{"no step and a zero _timestamp", `{"run_id":"run-1","metrics":{"_timestamp":0,"loss":1}}`, http.StatusBadRequest, "must be positive unix seconds"},
+		{"no step and a null _timestamp", `{"run_id":"run-1","metrics":{"_timestamp":null,"loss":1}}`, http.StatusBadRequest, "metrics._timestamp must be a number"},
+		{"a float step beside a _timestamp", `{"run_id":"run-1","metrics":{"step":1.0,"_timestamp":1767225600}}`, http.StatusBadRequest, "metrics.step must be an integer"},
 		{"a float step", `{"run_id":"run-1","metrics":{"step":1.0,"loss":1}}`, http.StatusBadRequest, "metrics.step must be an integer"},
 		{"a negative step", `{"run_id":"run-1","metrics":{"step":-1}}`, http.StatusBadRequest, "metrics.step must not be negative"},
 		{"a step beside metrics", `{"run_id":"run-1","step":1,"metrics":{"step":1}}`, http.StatusBadRequest, "unknown key step"},
@@ -62,7 +94,7 @@ func TestMetricsAreRefusedWhenTheBodyIsWrong(t *testing.T) {
 			if !strings.Contains(res.detail(), tt.detail) {
 				t.Errorf("detail %q does not contain %q", res.detail(), tt.detail)
 			}
-			if r := mustRun(t, s, "run-1"); r.MetricPosts != 0 || len(r.Metrics) != 0 {
+			if r := mustRun(t, s, "run-1"); r.MetricPosts != 0 || len(r.Metrics) != 0 || len(r.TimeMetrics) != 0 {
 				t.Errorf("a refused post changed the run: %+v", r)
 			}
 		})

@@ -24,9 +24,12 @@ type Run struct {
 	Finalized    bool   // closed by the finalize route
 	ExitCode     int    // from the finalize route
 	// Metrics holds one row per step, every post for that step merged into
-	// it (a later value for the same name wins). The "step" key itself is
-	// not part of the row.
-	Metrics     map[int64]map[string]float64
+	// it (a later value for the same name wins). The "step" and
+	// "_timestamp" keys are not part of the row.
+	Metrics map[int64]map[string]float64
+	// TimeMetrics holds the rows of posts with no step, one per
+	// "_timestamp" (unix seconds, as posted), merged the same way.
+	TimeMetrics map[float64]map[string]float64
 	MetricPosts int // accepted metrics posts
 	// Objects are the uploaded sample objects: the confirmed ones in
 	// confirm order, then those uploaded but never confirmed, in upload
@@ -61,6 +64,7 @@ type runState struct {
 	finalized    bool
 	exitCode     int
 	metrics      map[int64]map[string]float64
+	timeMetrics  map[float64]map[string]float64
 	metricPosts  int
 	confirmed    []*objectState // in confirm order
 	uploaded     []*objectState // in first-upload order
@@ -78,10 +82,11 @@ type objectState struct {
 
 func newRunState(id string, spec map[string]any) *runState {
 	return &runState{
-		id:      id,
-		spec:    spec,
-		status:  StatusRunning,
-		metrics: make(map[int64]map[string]float64),
+		id:          id,
+		spec:        spec,
+		status:      StatusRunning,
+		metrics:     make(map[int64]map[string]float64),
+		timeMetrics: make(map[float64]map[string]float64),
 	}
 }
 
@@ -161,6 +166,7 @@ func (r *runState) snapshot() Run {
 		Finalized:    r.finalized,
 		ExitCode:     r.exitCode,
 		Metrics:      make(map[int64]map[string]float64, len(r.metrics)),
+		TimeMetrics:  make(map[float64]map[string]float64, len(r.timeMetrics)),
 		MetricPosts:  r.metricPosts,
 	}
 	if r.spec != nil {
@@ -168,6 +174,9 @@ func (r *runState) snapshot() Run {
 	}
 	for step, row := range r.metrics {
 		run.Metrics[step] = maps.Clone(row)
+	}
+	for at, row := range r.timeMetrics {
+		run.TimeMetrics[at] = maps.Clone(row)
 	}
 	for _, o := range r.confirmed {
 		run.Objects = append(run.Objects, o.snapshot())

@@ -1,0 +1,87 @@
+"""Python values as OTLP can carry them, taken as the trainer meant them.
+
+The OTel Python SDK knows str, bool, int, float, bytes, lists and dicts. It
+sends any other attribute value as its ``str()`` and, worse, raises on any
+other value inside a log body and drops the whole export batch with it: one
+``np.float32`` among 512 episodes loses all 512. Trainers hold numpy and torch
+scalars more often than not, so every value is made plain here, before it
+reaches the SDK: scalars through ``.item()``, arrays through ``.tolist()``,
+tuples and sets as lists, mapping keys as strings, anything else as its
+``str()``. Nothing the trainer logs can then fail an export.
+"""
+
+import math
+from collections.abc import Mapping
+from typing import Any, Dict, List, Tuple
+
+_PLAIN = (str, bool, int, float, bytes, type(None))
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every part of it a type the OTel SDK encodes."""
+    if isinstance(value, _PLAIN):
+        # np.float64 is a float subclass and bool an int subclass: keep the
+        # base type so the encoder never sees a subclass it might special-case.
+        if isinstance(value, float) and type(value) is not float:
+            return float(value)
+        if isinstance(value, int) and type(value) not in (int, bool):
+            return int(value)
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    tolist = getattr(value, "tolist", None)
+    item = getattr(value, "item", None)
+    shape = getattr(value, "shape", None)
+    # A numpy scalar or a 0-d array/tensor has an empty shape and one item.
+    if callable(item) and (shape is None or tuple(shape) == ()):
+        try:
+            return plain(item())
+        except (TypeError, ValueError):
+            pass
+    if callable(tolist):
+        try:
+            return plain(tolist())
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
+def flatten(values: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
+    """Nested mappings as one level, keys joined with ``/`` (``{"a": {"b": 1}}``
+    → ``{"a/b": 1}``), the way metric names already nest."""
+    out: Dict[str, Any] = {}
+    for key, value in values.items():
+        name = f"{prefix}/{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            out.update(flatten(value, name))
+        else:
+            out[name] = value
+    return out
+
+
+def scalars(values: Mapping[str, Any]) -> Tuple[Dict[str, Any], List[str], List[str]]:
+    """The metric values of ``values``: flattened, plain, bools as 1 or 0.
+
+    Returns the kept values, the names of the non-finite ones (dropped: JSON
+    has no NaN, and the platform would refuse the row) and the names of
+    values that are not numbers at all (dropped: a metric row holds numbers).
+    """
+    kept: Dict[str, Any] = {}
+    non_finite: List[str] = []
+    not_numbers: List[str] = []
+    for name, raw in flatten(values).items():
+        value = plain(raw)
+        if isinstance(value, bool):
+            kept[name] = int(value)
+        elif isinstance(value, int):
+            kept[name] = value
+        elif isinstance(value, float):
+            if math.isfinite(value):
+                kept[name] = value
+            else:
+                non_finite.append(name)
+        else:
+            not_numbers.append(name)
+    return kept, non_finite, not_numbers

@@ -1,0 +1,194 @@
+import asyncio
+import os
+import unittest
+
+import prime_otel as pr
+
+from .fakes import Episode, NumpyArray, NumpyScalar, patched
+
+
+
+class LogMetrics(unittest.TestCase):
+    def test_one_call_is_one_prime_metrics_event_with_its_step_and_plain_values(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init()
+            run.log_metrics({"loss": NumpyScalar(0.5), "reward": {"mean": 1, "max": NumpyScalar(2)}, "warm": True}, step=NumpyScalar(3))
+        (_, name, attributes, body, ts), = otel.opened[0].events()
+        self.assertEqual((name, attributes, body), ("prime.metrics", {"prime.step": 3}, {"loss": 0.5, "reward/mean": 1, "reward/max": 2, "warm": 1}))
+        self.assertGreater(ts, 0)
+
+    def test_with_no_step_the_row_is_keyed_by_its_time_and_carries_no_step(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init()
+            run.log_metrics({"inference/throughput": 12.5})
+            run.log_metrics({"x": 1.0, "_timestamp": 1767225600.5})
+        (_, _, a1, b1, _), (_, _, a2, b2, ts2) = otel.opened[0].events()
+        self.assertEqual((a1, b1), ({}, {"inference/throughput": 12.5}))
+        self.assertEqual((a2, b2, ts2), ({}, {"x": 1.0}, 1767225600500000000))
+
+    def test_a_step_inside_the_values_is_the_rows_step_as_in_the_platform_sdk(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            pr.init().log_metrics({"step": 7, "loss": 1.0})
+        self.assertEqual(otel.opened[0].events()[0][2:4], ({"prime.step": 7}, {"loss": 1.0}))
+
+    def test_non_finite_and_non_numeric_values_are_dropped_and_named_in_one_warning_each(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel, self.assertLogs("prime_otel", "WARNING") as logs:
+            pr.init().log_metrics({"loss": float("nan"), "kl": float("inf"), "ok": 1.0, "note": "text"}, step=1)
+        self.assertEqual(otel.opened[0].events()[0][3], {"ok": 1.0})
+        self.assertEqual(len(logs.output), 2)
+        self.assertIn("loss, kl", logs.output[0])
+        self.assertIn("note", logs.output[1])
+
+    def test_a_call_left_with_no_values_sends_nothing(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel, self.assertLogs("prime_otel", "WARNING"):
+            pr.init().log_metrics({"loss": float("nan")}, step=1)
+        self.assertEqual(otel.opened[0].events(), [])
+
+    def test_a_step_that_is_not_an_integer_is_refused_at_the_call(self):
+        for step in (1.5, "3", True):
+            with self.subTest(step=step), patched({"PRIME_RUN_KEY": "k"}):
+                with self.assertRaisesRegex(TypeError, "step"):
+                    pr.init().log_metrics({"loss": 1.0}, step=step)
+
+    def test_log_is_log_metrics(self):
+        self.assertIs(pr.Run.log, pr.Run.log_metrics)
+
+    def test_an_evaluation_has_no_metric_rows(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            pr.init(kind="eval").log_metrics({"x": 1.0}, step=1)
+        self.assertEqual(otel.opened[0].events(), [])
+
+
+class LogEpisodes(unittest.TestCase):
+    def test_episodes_and_mappings_become_prime_episode_events_with_plain_bodies(self):
+        native = {"traces": [{"reward": NumpyScalar(1.0)}], "run": {"work": {"step": NumpyScalar(10)}}}
+        plain_map = {"prompt": "p", "reward": NumpyScalar(0.25), "info": {"ids": NumpyArray([1, 2]), "pair": (1, 2)}}
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init()
+            run.log_episodes([Episode(native)])
+            run.log_episodes([plain_map], step=20)
+            run.log_samples(plain_map, step=NumpyScalar(30))
+        events = otel.opened[0].events("prime.episode")
+        self.assertEqual([e[2] for e in events], [{}, {"prime.work.step": 20}, {"prime.work.step": 30}])
+        self.assertEqual(events[0][3], {"traces": [{"reward": 1.0}], "run": {"work": {"step": 10}}})
+        self.assertEqual(events[1][3], {"prompt": "p", "reward": 0.25, "info": {"ids": [1, 2], "pair": [1, 2]}})
+
+    def test_something_that_is_neither_an_episode_nor_a_mapping_is_skipped_and_named(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel, self.assertLogs("prime_otel", "WARNING") as logs:
+            pr.init().log_episodes([42, {"prompt": "ok"}], step=0)
+        self.assertEqual(len(otel.opened[0].events()), 1)
+        self.assertIn("int", logs.output[0])
+
+    def test_traces_and_samples_are_aliases(self):
+        self.assertIs(pr.Run.log_traces, pr.Run.log_episodes)
+        self.assertIs(pr.Run.log_samples, pr.Run.log_episodes)
+
+    def test_an_evaluations_samples_carry_no_step(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            pr.init(kind="eval").log_episodes([{"sample_id": 1}], step=5)
+        self.assertEqual(otel.opened[0].events()[0][2], {})
+
+
+class Finish(unittest.TestCase):
+    def test_finish_flushes_every_event_before_the_end_then_shuts_down(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init()
+            run.log_metrics({"loss": 1.0}, step=1)
+            run.finish()
+            run.finish(status="failed")  # idempotent: the first status counts
+        log = otel.opened[0].log
+        self.assertEqual([e[0] if e[0] != "emit" else e[1] for e in log],
+                         ["prime.metrics", "flush", "prime.run.end", "flush", "shutdown"])
+        self.assertEqual(log[2][2], {"prime.run.status": "completed"})
+        self.assertEqual(run.status, pr.RunStatus.COMPLETED)
+        otel.atexit.unregister.assert_called_once()
+
+    def test_each_way_of_ending_sends_its_status_and_reason(self):
+        def failed(run):
+            run.fail(ValueError("bad reward"))
+
+        def raised(run):
+            with run:
+                raise RuntimeError("boom")
+
+        def interrupted(run):
+            with run:
+                raise KeyboardInterrupt
+
+        def exited(run):
+            run._on_process_exit()
+
+        def clean(run):
+            with run:
+                pass
+
+        cases = [
+            (failed, {"prime.run.status": "failed", "prime.run.error": "ValueError: bad reward"}),
+            (raised, {"prime.run.status": "failed", "prime.run.error": "RuntimeError: boom"}),
+            (interrupted, {"prime.run.status": "cancelled", "prime.run.error": "interrupted"}),
+            (exited, {"prime.run.status": "crashed", "prime.run.error": "process exited without finishing the run"}),
+            (clean, {"prime.run.status": "completed"}),
+        ]
+        for end, want in cases:
+            with self.subTest(end=end.__name__), patched({"PRIME_RUN_KEY": "k"}) as otel:
+                run = pr.init()
+                try:
+                    end(run)
+                except (RuntimeError, KeyboardInterrupt):
+                    pass
+                self.assertEqual(otel.opened[0].events("prime.run.end")[0][2], want)
+
+    def test_only_rank_0_ends_the_run_the_others_just_flush(self):
+        with patched({"PRIME_RUN_KEY": "k", "RANK": "2"}) as otel:
+            run = pr.init()
+            run.log_metrics({"loss": 1.0}, step=1)
+            run._on_process_exit()
+        self.assertEqual(otel.opened[0].events("prime.run.end"), [])
+        self.assertEqual(otel.opened[0].log[-2:], [("flush",), ("shutdown",)])
+
+    def test_a_forked_child_keeps_logging_into_the_run_but_never_ends_it(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init()
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: report what it emitted through the pipe, then leave at once
+                run.log_metrics({"child": 1.0}, step=1)
+                run.finish()
+                os.write(write, ",".join(e[1] for e in otel.opened[0].events()).encode())
+                os._exit(0)
+            os.close(write)
+            _, status = os.waitpid(pid, 0)
+            child_events = os.read(read, 4096).decode()
+            os.close(read)
+            run.finish()
+        self.assertEqual(status, 0)
+        self.assertEqual(child_events, "prime.metrics")
+        self.assertEqual([e[1] for e in otel.opened[0].events()], ["prime.run.end"])
+
+    def test_an_evaluations_summary_is_sent_flattened_before_the_end(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init(kind="eval")
+            run.update_summary({"avg_error": 0.0})
+            run.finish(summary={"avg_reward": NumpyScalar(0.5), "avg_metrics": {"acc": 0.75}, "label": "x", "bad": float("nan")})
+        metrics, end = otel.opened[0].events()
+        self.assertEqual(metrics[1:4], ("prime.metrics", {}, {"avg_error": 0.0, "avg_reward": 0.5, "avg_metrics/acc": 0.75}))
+        self.assertEqual(end[1], "prime.run.end")
+
+    def test_logging_after_finish_is_refused(self):
+        with patched({"PRIME_RUN_KEY": "k"}):
+            run = pr.init()
+            run.finish()
+            with self.assertRaises(pr.RunFinishedError):
+                run.log_metrics({"x": 1.0}, step=1)
+
+    def test_under_on_error_raise_an_undelivered_flush_raises_at_finish(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init(on_error="raise")
+            otel.opened[0].flush_ok = False
+            with self.assertRaisesRegex(pr.PrimeRunsError, "did not reach the collector"):
+                run.finish()
+        self.assertTrue(run.finished)
+
+
+if __name__ == "__main__":
+    unittest.main()
