@@ -17,10 +17,9 @@ import (
 // time's for points with no step). exporterhelper replays a whole push on
 // a retryable error, so only what failed goes back: the resources whose run
 // could not be resolved and the rows whose post failed. Steps that were
-// sent are never sent again. Once the
-// platform is down, the rest of the push goes back unsent: a batch holds
-// many resources of one run, and sending their later steps would put the
-// run's steps out of order.
+// sent are never sent again. Once the platform is down, the rest of the
+// push goes back unsent: a batch holds many resources of one run, and
+// sending their later steps would put the run's steps out of order.
 func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) error {
 	b := e.backend()
 	if b == nil {

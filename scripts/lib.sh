@@ -92,6 +92,7 @@ ensure_python() {
 test_python() {
   local venv="$BUILD/pyvenv" work="$BUILD/pysrc"
   rm -rf "$venv" "$work"
+  mkdir -p "$BUILD"
   # A copy, so the in-tree build leaves nothing behind in the checkout.
   cp -r "$ROOT/python" "$work"
   "$PYTHON3" -m venv --system-site-packages "$venv"

@@ -1,7 +1,6 @@
 import enum
 import unittest
 
-from prime_otel import _otel
 from prime_otel.values import flatten, plain, scalars
 
 from .fakes import NumpyArray, NumpyScalar
@@ -45,49 +44,6 @@ class Plain(unittest.TestCase):
         self.assertEqual((kept, non_finite, not_numbers), ({"a": 1, "d": 0}, ["b"], ["c"]))
 
 
-class Result(enum.Enum):
-    SUCCESS = 0
-    FAILURE = 1
-
-
-class Record:
-    def __init__(self, body):
-        self.log_record = self
-        self.body = body
-
-
-class Inner:
-    def __init__(self, fail_on=()):
-        self.calls = []
-        self.fail_on = fail_on
-
-    def export(self, batch):
-        self.calls.append(list(batch))
-        return Result.FAILURE if len(self.calls) in self.fail_on else Result.SUCCESS
-
-
-class SizedExport(unittest.TestCase):
-    def test_a_batch_is_cut_in_order_so_no_request_outgrows_the_limit(self):
-        inner = Inner()
-        records = [Record({"text": "x" * 400}) for _ in range(10)]
-        self.assertEqual(_otel.SizedExporter(inner, limit=1000).export(records), Result.SUCCESS)
-        self.assertEqual([len(c) for c in inner.calls], [2, 2, 2, 2, 2])
-        self.assertEqual([r for c in inner.calls for r in c], records)
-
-    def test_a_record_over_the_limit_goes_alone_and_a_failed_part_fails_the_export(self):
-        inner = Inner(fail_on=(2,))
-        records = [Record("a"), Record("b" * 5000), Record("c")]
-        self.assertEqual(_otel.SizedExporter(inner, limit=1000).export(records), Result.FAILURE)
-        self.assertEqual([len(c) for c in inner.calls], [1, 1, 1])
-
-    def test_text_is_measured_in_utf8_bytes(self):
-        self.assertEqual(_otel.size_of("é" * 10) - _otel.size_of("e" * 10), 10)
-
-
-if __name__ == "__main__":
-    unittest.main()
-
-
 class FromEpisodes(unittest.TestCase):
     def test_aggregates_over_trainable_traces_and_counts_failed_episodes(self):
         from types import SimpleNamespace as NS
@@ -102,3 +58,7 @@ class FromEpisodes(unittest.TestCase):
             NS(ok=False, traces=[trace(True, 0.0, 0.0, 4.0)]),
         ]
         self.assertEqual(from_episodes(episodes), {"avg_reward": 0.5, "avg_metrics": {"correct": 0.5, "turns": 3.0}, "avg_error": 0.5})
+
+
+if __name__ == "__main__":
+    unittest.main()
