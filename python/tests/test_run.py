@@ -116,7 +116,9 @@ class Finish(unittest.TestCase):
                 raise KeyboardInterrupt
 
         def exited(run):
-            run._on_process_exit()
+            with self.assertLogs("prime_otel", "WARNING") as logs:
+                run._on_process_exit()
+            self.assertIn("reporting it as crashed", logs.output[0])
 
         def clean(run):
             with run:
@@ -166,10 +168,11 @@ class Finish(unittest.TestCase):
         self.assertEqual([e[1] for e in otel.opened[0].events()], ["prime.run.end"])
 
     def test_an_evaluations_summary_is_sent_flattened_before_the_end(self):
-        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+        with patched({"PRIME_RUN_KEY": "k"}) as otel, self.assertLogs("prime_otel", "WARNING") as logs:
             run = pr.init(kind="eval")
             run.update_summary({"avg_error": 0.0})
             run.finish(summary={"avg_reward": NumpyScalar(0.5), "avg_metrics": {"acc": 0.75}, "label": "x", "bad": float("nan")})
+        self.assertIn("bad, label", logs.output[0])
         metrics, end = otel.opened[0].events()
         self.assertEqual(metrics[1:4], ("prime.metrics", {}, {"avg_error": 0.0, "avg_reward": 0.5, "avg_metrics/acc": 0.75}))
         self.assertEqual(end[1], "prime.run.end")
