@@ -35,3 +35,5 @@
 //     stays in a persistent queue; the last pipeline's shutdown finishes
 //     the close-outs trainers asked for and closes no other run.
 package primeexporter
+
+//go:generate go run -C internal/metadata/mdatagen . ../../../metadata.yaml $GOPACKAGE

@@ -40,7 +40,7 @@ func eventName(lr plog.LogRecord) string {
 }
 
 // pushLogs routes each record by event name. prime.metrics events take the
-// step-metrics path, prime.episode records the sample upload, and
+// step-metrics path, prime.episode records the samples sink, and
 // prime.run.end starts the run's close-out after the rest of the batch is
 // sent; records with no known event are ignored and counted.
 func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
@@ -62,7 +62,7 @@ func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 type resourceEvents struct {
 	steps         runs.StepBatch
 	metricRecords map[stepmetrics.Row][]upload.Loc // the prime.metrics records of each row
-	episodes      *upload.Batch
+	episodes      samplesSink
 	end           *runs.End
 	endLoc        upload.Loc
 }
@@ -83,11 +83,8 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rl plo
 	if err != nil {
 		errs = append(errs, err)
 	}
-	var failedEpisodes map[upload.Loc]bool
-	if len(errs) > 0 && platform.Down(errs[0]) {
-		// The episodes go back unsent, as the rest of a push does.
-		failedEpisodes = ev.episodes.Locs()
-	} else if failedEpisodes, err = b.uploader.Upload(ctx, l, ev.episodes); err != nil {
+	failedEpisodes, err := ev.episodes.send(ctx, l, len(errs) > 0 && platform.Down(errs[0]))
+	if err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
@@ -117,7 +114,7 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rl plo
 // sortEvents maps every record of a resource; what cannot be sent is
 // counted and logged here.
 func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rl plog.ResourceLogs) resourceEvents {
-	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[stepmetrics.Row][]upload.Loc{}, episodes: upload.NewBatch()}
+	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[stepmetrics.Row][]upload.Loc{}, episodes: newSamplesSink(b.uploader)}
 	for si, sl := range rl.ScopeLogs().All() {
 		for ri, lr := range sl.LogRecords().All() {
 			loc := upload.Loc{Scope: si, Record: ri}
@@ -132,7 +129,7 @@ func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rl plog.ResourceLog
 					ev.metricRecords[row] = append(ev.metricRecords[row], loc)
 				}
 			case eventEpisode:
-				b.uploader.Accept(l, ev.episodes, lr, loc)
+				ev.episodes.accept(l, lr, loc)
 			case eventRunEnd:
 				end, err := runs.ParseEnd(lr.Attributes())
 				if err != nil {

@@ -48,12 +48,25 @@ func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm 
 		e.pushEvalMetrics(b, l, rm, opts)
 		return nil
 	}
+	return e.postPoints(ctx, b, l, rm, opts, retry)
+}
+
+// stepPoster is what posting a run's metric rows needs of its lease
+// (runs.Lease is one): the run's id, for log lines, and the posts.
+type stepPoster interface {
+	ID() string
+	PostSteps(ctx context.Context, signal string, b runs.StepBatch) (map[stepmetrics.Row]bool, error)
+}
+
+// postPoints posts a training run's points as rows, appending to retry the
+// points of the rows that failed.
+func (e *primeExporter) postPoints(ctx context.Context, b *backend, p stepPoster, rm pmetric.ResourceMetrics, opts stepmetrics.Options, retry pmetric.Metrics) error {
 	entries, rejected, coerced := stepmetrics.FromResource(rm, opts)
-	e.rejectPoints(b, l, runs.SignalMetrics, rejected)
+	e.rejectPoints(b, p, runs.SignalMetrics, rejected)
 	e.coercePoints(runs.SignalMetrics, coerced)
 	batch := runs.StepBatch{}
 	batch.Add(entries)
-	failed, err := l.PostSteps(ctx, runs.SignalMetrics, batch)
+	failed, err := p.PostSteps(ctx, runs.SignalMetrics, batch)
 	if err != nil {
 		stepmetrics.FilterRows(retry, rm, opts, func(row stepmetrics.Row) bool { return failed[row] })
 	}
@@ -62,11 +75,11 @@ func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm 
 
 // rejectPoints counts and logs points that cannot be sent: one warning per
 // run and reason, naming the first metric; the rest go to debug.
-func (e *primeExporter) rejectPoints(b *backend, l runs.Lease, signal string, rejected []*reject.Rejection) {
+func (e *primeExporter) rejectPoints(b *backend, run interface{ ID() string }, signal string, rejected []*reject.Rejection) {
 	for _, rej := range rejected {
 		e.tel.Reject(signal, rej.Reason, 1)
-		b.warn.Warn("point\x00"+l.ID()+"\x00"+string(rej.Reason), "Rejected a value that cannot be sent",
-			zap.String("run_id", l.ID()), zap.String("reason", string(rej.Reason)), zap.String("metric", rej.Field), zap.Error(rej.Err))
+		b.warn.Warn("point\x00"+run.ID()+"\x00"+string(rej.Reason), "Rejected a value that cannot be sent",
+			zap.String("run_id", run.ID()), zap.String("reason", string(rej.Reason)), zap.String("metric", rej.Field), zap.Error(rej.Err))
 	}
 }
 

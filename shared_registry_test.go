@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 
+	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -23,13 +24,13 @@ import (
 type fleet struct {
 	t        *testing.T
 	platform *rfttest.Server
-	redis    *redisServer
+	redis    *redistest.Server
 }
 
 func newFleet(t *testing.T) *fleet {
 	srv := rfttest.NewServer(rfttest.Options{APIKey: testAPIKey})
 	t.Cleanup(srv.Close)
-	return &fleet{t: t, platform: srv, redis: startRedis(t)}
+	return &fleet{t: t, platform: srv, redis: redistest.New(t)}
 }
 
 // collector starts one more collector of the fleet.
@@ -40,7 +41,7 @@ func (f *fleet) collector() *harness {
 	cfg.TeamID = "team-1"
 	cfg.FinalizeGrace = 0
 	cfg.FinalizeTimeout = 5 * time.Second
-	cfg.SharedRegistry.GetOrInsertDefault().Redis.Endpoint = f.redis.addr()
+	cfg.SharedRegistry.GetOrInsertDefault().Redis.Endpoint = f.redis.Addr()
 	return newHarnessWithHost(f.t, f.platform, cfg, &statusHost{Host: componenttest.NewNopHost()})
 }
 
@@ -201,7 +202,7 @@ func TestWhileRedisIsDownAPushIsRetryableCreatesNothingAndTheStatusSaysSoThenItL
 	f := newFleet(t)
 	a := f.collector()
 	ctx := context.Background()
-	f.redis.stop()
+	f.redis.Stop()
 
 	err := a.exp.pushLogs(ctx, events(trainRun("outage"), episode(10, "a"), metricsEvent(10, map[string]float64{"loss": 1})))
 	require.Error(t, err)
@@ -213,7 +214,7 @@ func TestWhileRedisIsDownAPushIsRetryableCreatesNothingAndTheStatusSaysSoThenItL
 	assert.Equal(t, []componentstatus.Status{componentstatus.StatusRecoverableError}, a.statuses())
 	assert.Contains(t, a.logText(), "The shared run registry (Redis) does not answer")
 
-	f.redis.start()
+	f.redis.Start()
 	require.NoError(t, a.exp.pushLogs(ctx, retry.Data()))
 	run := a.onlyRun()
 	assert.Equal(t, 1, f.creates())

@@ -15,7 +15,7 @@ import (
 
 // The counters' exported names. metadata.yaml declares them and mdatagen
 // builds the instruments; these copies are what tests read the counters by,
-// and the README's table lists them.
+// and docs/telemetry.md §4 lists them.
 const (
 	metricRejected      = "otelcol_exporter_prime_records_rejected"
 	metricSkipped       = "otelcol_exporter_prime_records_skipped"

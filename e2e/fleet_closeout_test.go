@@ -12,7 +12,7 @@ import (
 // A gateway killed (-9) in the middle of a push leaves its hold on the run
 // in Redis (it expires after 10 minutes). The run then ends through another
 // gateway, which is shut down gracefully while its close-out waits for that
-// hold: the shutdown finishes requested close-outs (README, internal/runs
+// hold: the shutdown finishes requested close-outs (docs/operations.md, internal/runs
 // doc.go), waiting for the fleet's holds within finalize_timeout, and then
 // sends the terminal status. The run must be completed on the platform.
 func TestAGatewayShutdownClosesOutARunHeldByAKilledPeer(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 // Two hosts of one multi-node run, each with its own collector; the two
 // collectors share the run registry on Redis. The rank that ends the run
-// does so only after the other rank's data landed (README, Scaling out:
+// does so only after the other rank's data landed (docs/operations.md, Scaling out:
 // emit prime.run.end after every rank has flushed), and data that arrives
 // after the close-out is refused.
 func TestTwoHostsOfOneRunMakeOnePlatformRunWithEveryStepOnceAndOneFinalize(t *testing.T) {

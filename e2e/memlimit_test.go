@@ -15,7 +15,7 @@ import (
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
-// memLimitConfig is the README's recommended production config (run
+// memLimitConfig is docs/operations.md's recommended production config (run
 // registry and queue on file_storage, memory_limiter in both pipelines,
 // retries that never give up, every log line kept) sized for a 512 MiB
 // container: the limiter in absolute terms, since its percentages would

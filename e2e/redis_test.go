@@ -26,7 +26,7 @@ type redisServer struct {
 
 // startRedis runs redis-server on addr (host:port; a fresh port when
 // empty) with its files in dir; appendonly turns on its persistence (the
-// setting README's Scaling out asks for). It fails, never skips, when
+// setting docs/operations.md's Scaling out asks for). It fails, never skips, when
 // redis-server is not installed.
 func startRedis(t *testing.T, addr, dir string, appendonly bool) *redisServer {
 	t.Helper()

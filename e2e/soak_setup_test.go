@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// soakConfig is the README's recommended production config (run registry
+// soakConfig is docs/operations.md's recommended production config (run registry
 // and queue on file_storage, batching in the queue at its defaults, retries
 // that never give up) plus the pprof extension on loopback, which the probe
 // reads the goroutine count from.

@@ -38,7 +38,7 @@ const (
 // from the environment, short grace and retries, one queue consumer (a
 // run's batches in order), and its own metrics served for the counters.
 // persistent adds file_storage for the run registry and the queue, as the
-// README's recommended config does.
+// recommended config of docs/operations.md does.
 func tracesConfig(persistent bool) string {
 	ext, storage, queueStorage, service := "", "", "", ""
 	if persistent {

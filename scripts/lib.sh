@@ -49,6 +49,34 @@ build_sync() {
   (cd "$ROOT/cmd/prime-sync" && go build -o "$PRIMESYNC" .)
 }
 
+# What go generate (mdatagen, pinned in internal/metadata/mdatagen/go.mod)
+# writes from metadata.yaml, relative to the root.
+GENERATED=(metadata.yaml internal/metadata internal/metadatatest generated_component_test.go generated_package_test.go documentation.md)
+
+# generated_sums: a checksum line for each file of GENERATED (a missing
+# path is no error: go generate may be the one to make it).
+generated_sums() {
+  (cd "$ROOT" && { find "${GENERATED[@]}" -type f -exec cksum {} + 2>/dev/null || true; } | sort)
+}
+
+# check_generated: go generate ./... of the root module must leave the
+# generated files as they are, that is as committed on a fresh clone. The
+# first run builds mdatagen (its module comes through the module proxy).
+check_generated() {
+  log "go generate (mdatagen): the generated files match metadata.yaml"
+  local before
+  before=$(generated_sums)
+  if ! (cd "$ROOT" && go generate ./...); then
+    log "FAIL: go generate ./... failed (see above)"
+    return 1
+  fi
+  if [ "$(generated_sums)" != "$before" ]; then
+    log "FAIL: go generate changed the generated files, so they do not match metadata.yaml; run 'go generate ./...' in the root and commit the result:"
+    (cd "$ROOT" && git status --porcelain --untracked-files=all -- "${GENERATED[@]}" && git --no-pager diff -- "${GENERATED[@]}" | head -200) >&2 || true
+    return 1
+  fi
+}
+
 # apt_install <command-check> <packages…>: installs Debian packages unless
 # the check (a shell command) already succeeds.
 apt_install() {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tests: the python/ package's install and unit tests, vet and race-test
-# every module, build the collector with ocb,
+# every module (and check that go generate leaves the component's generated
+# files as committed), build the collector with ocb,
 # build prime-sync, then run the end-to-end tests against the built binaries.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/agent.sh"
@@ -15,6 +16,7 @@ test_python
 log "go vet + go test -race (component)"
 go vet ./...
 go test -race -count=1 ./...
+check_generated
 
 log "go vet + go test -race (demo trainer)"
 (cd cmd/demotrainer && go vet ./... && go test -race -count=1 ./...)

@@ -33,7 +33,7 @@
 // carry megabytes of chat: going through AsRaw and reflection would copy
 // every string and sort every map, where this writes each byte once into a
 // builder sized up front (Size). IndexSpecial shares its eight-bytes-at-a-
-// time test of plain string text with sampletable's JSON scanner.
+// time test of plain string text with internal/jsonscan.
 package pjson
 
 import (

@@ -10,8 +10,9 @@
 //     backend and a Store (MemStore, ExtensionStore on a storage extension,
 //     or RedisStore, a SharedStore that a fleet of collectors shares), both
 //     chosen once at start. Restore reloads saved runs; Start begins the
-//     idle_timeout janitor; Shutdown finishes requested close-outs and
-//     closes the store.
+//     idle_timeout janitor (and, in a fleet, the heartbeat); Shutdown
+//     finishes requested close-outs, stops the heartbeat and closes the
+//     store.
 //   - Acquire(ctx, resource, signal, records) resolves the resource's
 //     identity and returns a Lease on its run, creating (or attaching) the
 //     run on its first data. Data that can never be sent is counted and
@@ -20,9 +21,39 @@
 //     step's with de-duplication of values already sent, a time's as it
 //     comes), Delivered / Object /
 //     SaveObject / ObjectDone (the sample uploader's episodes, ranges and
-//     pending uploads), Count, End (prime.run.end), Release.
+//     pending uploads), Count, End (prime.run.end), Release. Its callers
+//     take the few methods they use as interfaces of their own
+//     (upload.Ledger, the exporter's stepPoster).
 //   - MarkHandedBack and Settle track the data a push handed back to the
 //     collector's retry, so that a close-out waits for it.
+//
+// # Parts
+//
+// The Registry keeps the run map (identity → run) and Acquire, Restore,
+// Start, Shutdown and the hand-back calls; New wires three parts, once:
+//
+//   - The fleet (fleet.go) is what this collector shares with the others
+//     of its fleet, picked from the store: solo (fleet_solo.go) for a
+//     Store, redisFleet (fleet_redis.go) for a SharedStore. It covers a
+//     push's hold, the create and close-out claims, sample_id ranges,
+//     pending uploads, delivered episodes and the run's record, the quiet
+//     checks a close-out waits on, and start/stop (the heartbeat). Solo
+//     answers every call: its holds and claims do nothing, and its ranges
+//     are the run's own counter. Nothing else asks which fleet it has.
+//   - The creator (creator.go, evalspec.go) gives a run its platform id,
+//     for training runs and evaluations alike: it attaches, or creates
+//     under the run's createMu through the fleet, which sends the create
+//     once for the fleet (solo: at once); a 403 is remembered for
+//     refusalBackoff.
+//   - The closer (closer.go, evalend.go) owns the close-out sequence:
+//     requestEnd (prime.run.end, an end the fleet recorded, a restored
+//     ending run), the wait for the run's pushes and retries, the fleet's
+//     claim, the terminal status sent until it lands, the closed record;
+//     and the idle_timeout janitor. It starts their goroutines (grace
+//     timers, later rounds, the janitor) and its shutdown stops the
+//     janitor and runs or waits for every scheduled close-out, within the
+//     shutdown's deadline. The heartbeat is the fleet's: started by Start,
+//     stopped by Shutdown once the close-outs are done.
 //
 // # Invariants
 //

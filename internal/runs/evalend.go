@@ -17,27 +17,27 @@ import (
 // Finalize is not replayable: after an ambiguous failure it is not sent
 // again (the close-out would otherwise retry it), and the warning says the
 // evaluation may still show as running.
-func (g *Registry) sendEvalEnd(ctx context.Context, r *run, id string, end End) error {
+func (c *closer) sendEvalEnd(ctx context.Context, r *run, id string, end End) error {
 	ev := r.evalState()
 	summary := ev.summary()
 	var metadata map[string]any
 	if !r.ident.attach {
 		metadata = ev.metadataCopy()
 	}
-	if err := g.Evals.UpdateEvaluation(ctx, id, metadata, summary); err != nil {
+	if err := c.evals.UpdateEvaluation(ctx, id, metadata, summary); err != nil {
 		return err
 	}
 	if end.Status == StatusCompleted {
-		err := g.Evals.FinalizeEvaluation(ctx, id, summary)
+		err := c.evals.FinalizeEvaluation(ctx, id, summary)
 		if rerr, ok := rft.AsError(err); ok && rerr.Ambiguous() {
-			g.Logger.Warn("Finalizing the evaluation failed after the request may have reached the platform; it is not sent again, since finalize is not replayable: check that the evaluation shows as completed",
+			c.log.Warn("Finalizing the evaluation failed after the request may have reached the platform; it is not sent again, since finalize is not replayable: check that the evaluation shows as completed",
 				zap.Stringer("run", r.ident), zap.String("evaluation_id", id), zap.Error(err))
 			return nil
 		}
 		return err
 	}
 	if r.ident.attach {
-		g.Logger.Info("Attached evaluation ended without completing; its launcher reports the failure, so the exporter does not",
+		c.log.Info("Attached evaluation ended without completing; its launcher reports the failure, so the exporter does not",
 			zap.String("evaluation_id", id), zap.String("status", end.Status), zap.String("reason", end.Reason))
 		return nil
 	}
@@ -45,5 +45,5 @@ func (g *Registry) sendEvalEnd(ctx context.Context, r *run, id string, end End) 
 	if end.Status == StatusCancelled {
 		status = rft.EvaluationCancelled
 	}
-	return g.Evals.SetEvaluationStatus(ctx, id, status, end.statusMessage())
+	return c.evals.SetEvaluationStatus(ctx, id, status, end.statusMessage())
 }

@@ -91,8 +91,8 @@ func buildEvalSpec(res pcommon.Resource, teamID string) (evalSpec, error) {
 // evalCreation resolves the evaluation's environments through the hub and
 // creates it. An environment the hub cannot resolve fails the create, and
 // with it the run: nothing is created without every environment.
-func (g *Registry) evalCreation(r *run, res pcommon.Resource) (creation, error) {
-	spec, err := buildEvalSpec(res, g.cfg.TeamID)
+func (c *creator) evalCreation(r *run, res pcommon.Resource) (creation, error) {
+	spec, err := buildEvalSpec(res, c.cfg.TeamID)
 	if err != nil {
 		return creation{}, refused(r.ident, fmt.Errorf("evaluation %s: %w", r.ident, err))
 	}
@@ -104,16 +104,16 @@ func (g *Registry) evalCreation(r *run, res pcommon.Resource) (creation, error) 
 			if viewer != "" {
 				return zap.String("dashboard", viewer)
 			}
-			return g.cfg.WhereEval(id)
+			return c.cfg.WhereEval(id)
 		},
 		send: func(ctx context.Context) (string, error) {
-			envs, err := g.Evals.ResolveEnvironments(ctx, spec.refs, spec.req.TeamID)
+			envs, err := c.evals.ResolveEnvironments(ctx, spec.refs, spec.req.TeamID)
 			if err != nil {
 				return "", fmt.Errorf("resolving the environments of %s: %w", attrRunEnvironments, err)
 			}
 			req := spec.req
 			req.Environments = envs
-			ev, err := g.Evals.CreateEvaluation(ctx, req, platform.Origin{Identity: r.ident.String(), TeamID: req.TeamID})
+			ev, err := c.evals.CreateEvaluation(ctx, req, platform.Origin{Identity: r.ident.String(), TeamID: req.TeamID})
 			viewer = ev.ViewerURL
 			return ev.ID, err
 		},

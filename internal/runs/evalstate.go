@@ -94,4 +94,4 @@ func (l Lease) Counters() *evalsample.Counters { return l.r.evalState().counters
 
 // SaveEval records the evaluation's summary in the store, so that a
 // restart finishes it with what was delivered before.
-func (l Lease) SaveEval(ctx context.Context) { l.g.persist(ctx, l.r) }
+func (l Lease) SaveEval(ctx context.Context) { l.g.fleet.save(ctx, l.r) }

@@ -48,7 +48,7 @@ func (g *Registry) MarkHandedBack(res pcommon.Resource, appended []pcommon.Resou
 	now := g.now()
 	for _, r := range appended {
 		token := g.handBacks.mark(r, ident.key(), now, g.cfg.RetryMaxElapsed)
-		g.holdRetry(ident.key(), token)
+		g.fleet.holdRetry(ident.key(), token)
 	}
 }
 
@@ -69,17 +69,8 @@ func (g *Registry) RunKey(res pcommon.Resource) string {
 // still owed to a close-out waiting for the run's retries.
 func (g *Registry) Settle(res pcommon.Resource) {
 	if run, token, ok := g.handBacks.settle(res); ok {
-		g.releaseRetry(run, token)
+		g.fleet.releaseRetry(run, token)
 	}
-}
-
-// retriesWaiting reports whether data of the run is in the collector's
-// retry.
-func (g *Registry) retriesWaiting(r *run) bool {
-	if !g.cfg.RetryEnabled {
-		return false
-	}
-	return g.handBacks.waiting(r.ident.key(), g.now(), g.cfg.RetryMaxElapsed) > 0
 }
 
 // settle forgets res's hand-back and says whose it was.

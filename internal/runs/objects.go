@@ -21,6 +21,12 @@ import (
 const (
 	randomRangeLow  = 1 << 20
 	randomRangeHigh = 1 << 21
+	// fallbackRangeLow starts the ranges drawn at random for a step below
+	// a run's range floor (maxRangeSteps), and when the shared
+	// counter cannot be reached in the middle of a push: above every
+	// counted range (a created run counts from 0, an attached one from
+	// randomRangeLow, and neither gets near 2^19 objects in one step).
+	fallbackRangeLow = randomRangeLow + randomRangeLow/2
 )
 
 // maxPendingObjects bounds what a run remembers of unconfirmed uploads;
@@ -32,21 +38,19 @@ const maxPendingObjects = 256
 // confirmed before: a batch replayed by the queue after a restart, or by
 // the collector's retry, must not put rows in the table twice.
 func (l Lease) Delivered(ctx context.Context, fps []uint64) ([]bool, error) {
-	return l.g.Store.Delivered(ctx, l.r.ident.key(), fps)
+	return l.g.fleet.delivered(ctx, l.r, fps)
 }
 
-// Object returns the pending upload of the object with fingerprint fp, or
-// starts one for step with a new sample_id range. A new object is
-// remembered (and saved) from the start, so that a retry or a restart
-// keeps its range instead of leaving a gap or reusing it.
+// Object returns the pending upload of the object with fingerprint fp
+// (one another collector of the fleet started too), or starts one for step
+// with a new sample_id range. A new object is remembered (and saved) from
+// the start, so that a retry or a restart keeps its range instead of
+// leaving a gap or reusing it.
 func (l Lease) Object(ctx context.Context, fp uint64, step int64) platform.Object {
-	if l.g.shared != nil {
-		return l.sharedObject(ctx, fp, step)
-	}
-	if obj, ok := l.r.pending.cache().Peek(fp); ok {
+	if obj, ok := l.g.fleet.pending(ctx, l.r, fp); ok {
 		return obj
 	}
-	obj := platform.Object{Step: step, Range: l.r.ranges.take(step)}
+	obj := platform.Object{Step: step, Range: l.g.fleet.nextRange(ctx, l.r, step)}
 	l.SaveObject(ctx, fp, obj)
 	return obj
 }
@@ -54,17 +58,13 @@ func (l Lease) Object(ctx context.Context, fp uint64, step int64) platform.Objec
 // SaveObject records an upload's progress.
 func (l Lease) SaveObject(ctx context.Context, fp uint64, obj platform.Object) {
 	l.r.pending.cache().Add(fp, obj)
-	if l.g.shared != nil {
-		l.g.savePending(ctx, l.r, fp, obj)
-		return
-	}
-	l.g.persist(ctx, l.r)
+	l.g.fleet.savePending(ctx, l.r, fp, obj)
 }
 
 // MarkDelivered records episodes (or documents) a sink committed, so that
 // a replay leaves them out.
 func (l Lease) MarkDelivered(ctx context.Context, fps []uint64) {
-	if err := l.g.Store.MarkDelivered(ctx, l.r.ident.key(), fps); err != nil {
+	if err := l.g.fleet.markDelivered(ctx, l.r, fps); err != nil {
 		l.g.Warn.Warn("delivered\x00"+l.id, "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", l.id), zap.Error(err))
 	}
 }
@@ -76,18 +76,11 @@ func (l Lease) ObjectDone(ctx context.Context, fp uint64, episodes []uint64, byt
 	// which a replayed batch can put these rows in the table twice.
 	l.MarkDelivered(ctx, episodes)
 	l.r.pending.cache().Remove(fp)
-	if l.g.shared != nil {
-		l.g.dropPending(ctx, l.r, fp)
-	} else {
-		l.g.persist(ctx, l.r)
-	}
+	l.g.fleet.dropPending(ctx, l.r, fp)
 	l.Count("sample_rows", int64(len(episodes)))
 	l.Count("sample_objects", 1)
 	l.Count("sample_bytes", int64(bytes))
 }
-
-// Count adds n to one of the run's counts, which its close-out line shows.
-func (l Lease) Count(name string, n int64) { l.r.stats.add(name, n) }
 
 // pendingObjects are a run's uploads that have a range but no confirm yet,
 // by object fingerprint.

@@ -53,31 +53,11 @@ func (r *run) snapshot(closing string) SavedRun {
 	return sr
 }
 
-// persist saves the run's record. A failed save is logged, not returned:
-// the data was handled, and what is lost is only what a restart would
-// remember.
-func (g *Registry) persist(ctx context.Context, r *run) {
-	closing := savedClosed
-	if g.shared != nil {
-		closing = savedClosing
-	}
-	if err := g.Store.Save(ctx, r.snapshot(closing)); err != nil {
-		g.Warn.Warn("persist\x00"+r.ident.key(), "Could not save the run's state to storage; a restart may not remember it", zap.Stringer("run", r.ident), zap.Error(err))
-	}
-}
-
 // Restore rebuilds the registry from the store at start: closed runs stay
 // closed, runs that had ended are closed out after the grace period, and
 // open runs carry on with their platform id, counters and pending uploads.
 func (g *Registry) Restore(ctx context.Context) error {
-	saved, err := g.Store.Load(ctx)
-	if err != nil && g.shared != nil {
-		// A fleet's registry being out of reach must not stop a collector:
-		// its pushes wait in the retry until it is back, and the runs that
-		// were ending are closed out by whichever collector sees them next.
-		g.Logger.Warn("Could not read the runs that were ending from the shared run registry; starting without them", zap.Error(err))
-		return nil
-	}
+	saved, err := g.fleet.load(ctx)
 	if err != nil {
 		return err
 	}
@@ -107,7 +87,7 @@ func (g *Registry) Restore(ctx context.Context) error {
 	}
 	g.mu.Unlock()
 	for _, r := range ending {
-		g.requestEnd(r, r.end)
+		g.closer.requestEnd(r, r.end)
 	}
 	if len(saved) > 0 {
 		g.Logger.Info("Restored runs from storage", zap.Int("runs", len(saved)), zap.Int("ending", len(ending)))

@@ -3,8 +3,9 @@ package runs
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -89,42 +90,36 @@ func WithPause(pause func(ctx context.Context, d time.Duration) error) Option {
 }
 
 // Registry maps resources to runs. One registry serves the metrics and
-// logs exporters built from one config.
+// logs exporters built from one config. It keeps the run map and wires
+// the parts: the fleet (chosen once, here), the creator and the closer.
 type Registry struct {
 	cfg Config
 	Deps
 	now   func() time.Time
 	pause func(ctx context.Context, d time.Duration) error
 
+	fleet     fleet
+	creator   *creator
+	closer    *closer
 	handBacks handBacks
 
 	mu   sync.Mutex
 	runs map[string]*run
-
-	// shared is the store when a fleet of collectors shares it (nil
-	// otherwise); owner names this collector in its claims and holds.
-	shared  SharedStore
-	owner   string
-	holdSeq atomic.Int64
-
-	closeouts sync.WaitGroup
-	stop      chan struct{}
-	janitor   sync.WaitGroup
-	// beatStop ends the heartbeat, after the close-outs of a shutdown.
-	beatStop chan struct{}
-	beat     sync.WaitGroup
 }
 
 // New builds a registry; Restore and Start bring it to life.
 func New(cfg Config, deps Deps, opts ...Option) *Registry {
-	g := &Registry{cfg: cfg, Deps: deps, now: time.Now, runs: map[string]*run{}, stop: make(chan struct{}), beatStop: make(chan struct{})}
+	g := &Registry{cfg: cfg, Deps: deps, now: time.Now, runs: map[string]*run{}}
 	g.pause = SleepUnless(deps.Stopping)
-	if s, ok := deps.Store.(SharedStore); ok {
-		g.shared, g.owner = s, newOwner()
-	}
 	for _, o := range opts {
 		o(g)
 	}
+	// The fleet schedules the close-out of an end another collector
+	// recorded; the closer is built next, before any push.
+	g.fleet = newFleet(cfg, deps, func(r *run, end End) { g.closer.requestEnd(r, end) })
+	g.creator = &creator{cfg: cfg, api: deps.API, evals: deps.Evals, log: deps.Logger, tel: deps.Tel, now: g.now, fleet: g.fleet}
+	g.closer = &closer{cfg: cfg, api: deps.API, evals: deps.Evals, log: deps.Logger, tel: deps.Tel, stopping: deps.Stopping,
+		now: g.now, pause: g.pause, fleet: g.fleet, handBacks: &g.handBacks, runs: g.all, stop: make(chan struct{})}
 	return g
 }
 
@@ -145,24 +140,6 @@ func SleepUnless(stopping <-chan struct{}) func(ctx context.Context, d time.Dura
 }
 
 var errStopping = errors.New("the collector is shutting down")
-
-// Lease is a push's hold on a run: while any lease is out, a close-out
-// waits, so that everything received before the end is sent before it.
-type Lease struct {
-	g    *Registry
-	r    *run
-	id   string
-	hold string // the push's hold in the shared registry, if any
-}
-
-// ID is the run's platform id.
-func (l Lease) ID() string { return l.id }
-
-// Release ends the push's hold.
-func (l Lease) Release() {
-	l.g.unhold(l.r, l.hold)
-	l.r.release()
-}
 
 // Acquire resolves the resource's run, creating it on its first data, and
 // holds it open until Release. Data that can never be sent (no identity, a
@@ -189,19 +166,17 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 	if err := r.hold(g.now()); err != nil {
 		return Lease{}, g.refuseClosed(r, signal, records)
 	}
-	var hold string
-	if g.shared != nil {
-		if hold, err = g.holdShared(ctx, r); err != nil {
-			r.release()
-			if errors.Is(err, errRunClosed) {
-				return Lease{}, g.refuseClosed(r, signal, records)
-			}
-			return Lease{}, err
-		}
-	}
-	id, err := g.ensure(ctx, r, res)
+	hold, err := g.fleet.hold(ctx, r)
 	if err != nil {
-		g.unhold(r, hold)
+		r.release()
+		if errors.Is(err, errRunClosed) {
+			return Lease{}, g.refuseClosed(r, signal, records)
+		}
+		return Lease{}, err
+	}
+	id, err := g.creator.ensure(ctx, r, res)
+	if err != nil {
+		g.fleet.unhold(r, hold)
 		r.release()
 		if rej, ok := errors.AsType[*reject.Rejection](err); ok {
 			g.Tel.Reject(signal, rej.Reason, records)
@@ -235,4 +210,28 @@ func (g *Registry) lookup(ident identity) *run {
 		g.runs[key] = r
 	}
 	return r
+}
+
+// all lists the registry's runs.
+func (g *Registry) all() []*run {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Collect(maps.Values(g.runs))
+}
+
+// Start begins this collector's presence in its fleet (a shared
+// registry's heartbeat) and marking created runs crashed after
+// idle_timeout without data.
+func (g *Registry) Start() {
+	g.fleet.start()
+	g.closer.start()
+}
+
+// Shutdown stops the janitor, finishes the close-outs the trainers asked
+// for, skipping what is left of their grace periods, and then leaves the
+// fleet and closes the store. Runs that did not end stay open: a
+// collector restart is not the end of a training run.
+func (g *Registry) Shutdown(ctx context.Context) error {
+	err := g.closer.shutdown(ctx)
+	return errors.Join(err, g.fleet.stop(ctx))
 }

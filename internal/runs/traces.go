@@ -38,7 +38,7 @@ func (l Lease) TracesCommitted(ctx context.Context) {
 	l.r.traces.Committed = true
 	l.r.mu.Unlock()
 	if changed {
-		l.g.persist(ctx, l.r)
+		l.g.fleet.save(ctx, l.r)
 	}
 }
 
@@ -55,6 +55,6 @@ func (l Lease) MoveDocumentsToTable(ctx context.Context) (onTable, switched bool
 	}
 	l.r.traces.OnTable = true
 	l.r.mu.Unlock()
-	l.g.persist(ctx, l.r)
+	l.g.fleet.save(ctx, l.r)
 	return true, true
 }

@@ -3,6 +3,7 @@ package sampletable
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/klauspost/compress/s2"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/flatparquet"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 )
 
@@ -142,6 +144,18 @@ func mapAll(b *testing.B, bodies []pcommon.Value, attrs pcommon.Map, eps []Episo
 // BenchmarkFromRecordAndEncode is the hot path: a step's records mapped
 // and written as one object. MB/s counts the records' input text.
 func BenchmarkFromRecordAndEncode(b *testing.B) {
+	benchEncode(b, func() encodeFunc {
+		enc := NewEncoder()
+		return func(w io.Writer, eps []Episode) error { return enc.Encode(w, "run-1", 10, 0, eps) }
+	})
+}
+
+// encodeFunc writes eps as one object of run-1, step 10, range 0.
+type encodeFunc func(w io.Writer, eps []Episode) error
+
+// benchEncode times newEncode's encoder (one per sub-benchmark, so none
+// starts with buffers another shape grew) on every shape and body form.
+func benchEncode(b *testing.B, newEncode func() encodeFunc) {
 	for _, s := range benchShapes() {
 		for _, form := range []struct {
 			name   string
@@ -149,16 +163,16 @@ func BenchmarkFromRecordAndEncode(b *testing.B) {
 		}{{"map-body", false}, {"json-body", true}} {
 			b.Run(s.name+"/"+form.name, func(b *testing.B) {
 				bodies, attrs, textBytes := benchRecords(s, form.asJSON)
-				enc := NewEncoder()
 				var out bytes.Buffer
 				eps := make([]Episode, 0, s.rows)
+				encode := newEncode()
 				b.SetBytes(int64(textBytes))
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
 					eps = mapAll(b, bodies, attrs, eps)
 					out.Reset()
-					if err := enc.Encode(&out, "run-1", 10, 0, eps); err != nil {
+					if err := encode(&out, eps); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -202,18 +216,18 @@ func BenchmarkSnappyFloor(b *testing.B) {
 			var text []byte
 			for i := range eps {
 				for c := range len(Schema().Fields()) {
-					if v, ok := (&episodeCells{runID: "run-1", step: 10, eps: eps}).str(c, i); ok {
+					if v, ok := (&episodeCells{runID: "run-1", step: 10, eps: eps}).Str(c, i); ok {
 						text = append(text, v...)
 					}
 				}
 			}
-			dst := make([]byte, s2.MaxEncodedLen(pageTarget))
+			dst := make([]byte, s2.MaxEncodedLen(flatparquet.PageSize))
 			b.SetBytes(int64(textBytes))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				for at := 0; at < len(text); at += pageTarget {
-					s2.EncodeSnappy(dst, text[at:min(len(text), at+pageTarget)])
+				for at := 0; at < len(text); at += flatparquet.PageSize {
+					s2.EncodeSnappy(dst, text[at:min(len(text), at+flatparquet.PageSize)])
 				}
 			}
 			b.ReportMetric(float64(s.rows*b.N)/b.Elapsed().Seconds(), "episodes/s")

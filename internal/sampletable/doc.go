@@ -81,22 +81,18 @@
 //     bodies of other types, are rejected, because they were meant as the
 //     episode.
 //
-//   - JSON text is read in place. Episodes carry megabytes of chat, usually
-//     serialised by the trainer already. A body or trajectory given as JSON
-//     text is sliced into spans by a small scanner, never decoded into
-//     values and encoded again: values keep their bytes, and a step costs
-//     one scan and no per-value allocation. BenchmarkBodyText holds it
-//     against the straightforward encoding/json reading (the body into a map
-//     of json.RawMessage, the trajectory token by token) that gives the same
-//     text: 6x faster on a single-turn body (3 KB of JSON), 7.5x on an
-//     agentic one (200 KB), with 8 allocations instead of 116 and 159 and
-//     a sixth of the bytes. On the 200 KB body that is 0.4 ms against
-//     3.2 ms an episode, where mapping and encoding with the scanner take
-//     2.7 ms an episode all told (BenchmarkFromRecordAndEncode). The
-//     scanner accepts exactly what encoding/json accepts (a fuzz test holds
-//     it to that). Numbers are still read through pvalue, so JSON text and
-//     pdata follow one set of lenient rules (an int for a double, an
-//     integral double for an int).
+//   - JSON text is read in place. Episodes carry megabytes of chat,
+//     usually serialised by the trainer already. A body or trajectory
+//     given as JSON text is sliced into spans by internal/jsonscan, never
+//     decoded into values and encoded again: values keep their bytes, and
+//     a step costs one scan and no per-value allocation (5x to 7x faster
+//     than encoding/json, a sixth of the bytes: its package doc has the
+//     figures). On the 200 KB body that is 0.5 ms against 2.8 ms an
+//     episode, where mapping and encoding take 1.5 ms an episode all told
+//     (BenchmarkFromRecordAndEncode). The scanner accepts exactly what
+//     encoding/json accepts. Numbers are still read through pvalue, so
+//     JSON text and pdata follow one set of lenient rules (an int for a
+//     double, an integral double for an int).
 //
 //   - JSON columns (completion, trajectory, task, info, metrics, timing) hold
 //     the JSON encoding of the value, except, in a column-keyed record, a
@@ -148,13 +144,18 @@
 //     become U+FFFD before they reach a column.
 //
 //   - The object. Columns exactly as rft-api.md lists them, all nullable
-//     (pyarrow's default); snappy, dictionary encoding on (free text falls
-//     back to PLAIN by itself), statistics on, the Arrow schema stored —
-//     pyarrow's settings, which the viewer was built on. arrow-go annotates
-//     INT64 columns INT(64, signed) where pyarrow leaves them bare; readers
-//     take both as BIGINT. One object is one Arrow record and one row group.
-//     Encode sizes its builders once per object, since a step's text runs to
-//     many megabytes, and it refuses rows that do not belong in the object
-//     (another step, eval, empty) and ranges whose ids would reach 2^53,
-//     rather than write a table the viewer would misread.
+//     (pyarrow's default), written by internal/flatparquet: one row
+//     group, data pages v1 of about 1 MiB with PLAIN values, Snappy,
+//     the Arrow schema stored, a null count on every column and a min
+//     and max on all but the free text (freeText) and long strings. No
+//     dictionary: free text is mostly unique (pyarrow's dictionary falls
+//     back to PLAIN on it too), and the short columns are small beside
+//     it. INT64 columns are annotated INT(64, signed) as arrow-go
+//     annotates them, where pyarrow leaves them bare; readers take both
+//     as BIGINT. Encode writes the episodes' cells as they are, with no
+//     intermediate table, and keeps its buffers for the next object. It
+//     refuses rows that do not belong in the object (another step, eval,
+//     empty), ranges whose ids would reach 2^53 and more text than Arrow
+//     readers address (2 GiB), rather than write a table the viewer would
+//     misread.
 package sampletable

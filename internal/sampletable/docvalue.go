@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 )
 
@@ -50,7 +51,7 @@ func (f value) forMembers(fn func(key string, v value) error) (isMap bool, err e
 	}
 	// The text was checked when the body was read: the walk cannot fail
 	// but through fn.
-	_, err = objectAt(f.raw, 0, 0, func(k, v string) error { return fn(unquote(k), value{raw: v}) })
+	_, err = jsonscan.Object(f.raw, 0, 0, func(k, v string) error { return fn(jsonscan.Unquote(k), value{raw: v}) })
 	return true, err
 }
 
@@ -81,12 +82,12 @@ func (f value) forMapElements(member func(key string, v value) error, done func(
 	if f.raw[0] != '[' {
 		return false, nil
 	}
-	err = eachElement(f.raw, func(i, start int) (int, error) {
+	err = jsonscan.EachElement(f.raw, func(i, start int) (int, error) {
 		if f.raw[start] != '{' {
-			end, _ := scanValue(f.raw, start, 1)
+			end, _ := jsonscan.Value(f.raw, start, 1)
 			return end, notMap(i, value{raw: f.raw[start:end]})
 		}
-		end, err := objectAt(f.raw, start, 1, func(k, v string) error { return member(unquote(k), value{raw: v}) })
+		end, err := jsonscan.Object(f.raw, start, 1, func(k, v string) error { return member(jsonscan.Unquote(k), value{raw: v}) })
 		if err != nil {
 			return end, err
 		}

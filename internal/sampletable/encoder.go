@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/primeintellect/primeexporter/internal/flatparquet"
 )
 
 // Limits of the sample_id scheme (rft-api.md "sample_id ranges"): ids are
@@ -22,12 +24,18 @@ const maxObjectBytes = math.MaxInt32
 // Encoder writes sample table objects. It keeps its buffers between
 // objects; it is not safe for concurrent use.
 type Encoder struct {
-	fw *fileWriter
+	fw *flatparquet.Writer
 }
 
 // NewEncoder returns an Encoder of the table's schema.
 func NewEncoder() *Encoder {
-	return &Encoder{fw: newFileWriter(Schema())}
+	fw, err := flatparquet.NewWriter(Schema(), freeText...)
+	if err != nil {
+		// Unreachable: Schema holds only column types flatparquet writes,
+		// which every encoder test would show first.
+		panic(err)
+	}
+	return &Encoder{fw: fw}
 }
 
 // Encode writes one Parquet object holding one row per episode, all of run
@@ -60,7 +68,7 @@ func (e *Encoder) Encode(w io.Writer, runID string, step, rangeIdx int64, eps []
 		return fmt.Errorf("sampletable: the %d episodes of step %d hold %d bytes, more than one object takes; split them", len(eps), step, total)
 	}
 
-	if err := e.fw.write(w, &episodeCells{runID: runID, step: step, rangeIdx: rangeIdx, eps: eps}); err != nil {
+	if err := e.fw.Write(w, &episodeCells{runID: runID, step: step, rangeIdx: rangeIdx, eps: eps}); err != nil {
 		return fmt.Errorf("sampletable: writing step %d: %w", step, err)
 	}
 	return nil
@@ -98,9 +106,9 @@ type episodeCells struct {
 	eps            []Episode
 }
 
-func (t *episodeCells) numRows() int { return len(t.eps) }
+func (t *episodeCells) NumRows() int { return len(t.eps) }
 
-func (t *episodeCells) str(col, row int) (string, bool) {
+func (t *episodeCells) Str(col, row int) (string, bool) {
 	ep := &t.eps[row]
 	switch col {
 	case iRunID:
@@ -129,7 +137,7 @@ func (t *episodeCells) str(col, row int) (string, bool) {
 	return "", false
 }
 
-func (t *episodeCells) int(col, row int) (int64, bool) {
+func (t *episodeCells) Int(col, row int) (int64, bool) {
 	ep := &t.eps[row]
 	sampleID := t.rangeIdx<<rowBits + int64(row)
 	switch col {
@@ -152,7 +160,7 @@ func (t *episodeCells) int(col, row int) (int64, bool) {
 	return 0, false
 }
 
-func (t *episodeCells) float(col, row int) (float64, bool) {
+func (t *episodeCells) Float(col, row int) (float64, bool) {
 	ep := &t.eps[row]
 	switch col {
 	case iReward:

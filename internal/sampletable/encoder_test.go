@@ -2,6 +2,7 @@ package sampletable
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -9,12 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	arrowparquet "github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// These tests read what arrow-go wrote with parquet-go, an independent
-// implementation, so a writer bug cannot hide behind its own reader.
+// These tests read the objects back with two readers that are not the
+// writer: parquet-go (openParquet, cells) and arrow-go's pqarrow
+// (readArrow), which also reads the stored Arrow schema.
 
 // wantSchema is the Parquet schema the viewer reads: every column OPTIONAL
 // (nullable), strings as BYTE_ARRAY annotated STRING, ints as INT64
@@ -140,7 +147,7 @@ func TestTheObjectHasTheViewersSchemaSnappyAndTheArrowSchema(t *testing.T) {
 		st := md.Statistics
 		hasStats := len(st.MinValue) > 0 && len(st.MaxValue) > 0
 		if slices.Contains(freeText, col) {
-			// Free text: no min/max (parquet.go).
+			// Free text: no min/max (schema.go).
 			if hasStats {
 				t.Errorf("free-text column %s has statistics %+v; want none", col, st)
 			}
@@ -288,17 +295,122 @@ func TestAWriteFailureIsReturned(t *testing.T) {
 	}
 }
 
-func TestAnEncoderKeepsNoEpisodeTextOnceAnObjectIsWritten(t *testing.T) {
-	enc := NewEncoder()
+// manyRows are n episodes whose text and nulls vary by row: every third
+// has no completion, every fifth no reward, every seventh no env_name.
+func manyRows(n, textBytes int) []Episode {
+	eps := make([]Episode, n)
+	for i := range eps {
+		ep := episodeRow()
+		ep.Prompt = fmt.Sprintf("%d:%s", i, strings.Repeat("word ", textBytes/5))
+		if i%3 == 0 {
+			ep.Completion = nil
+		}
+		if i%5 == 0 {
+			ep.Reward = nil
+		}
+		if i%7 == 0 {
+			ep.EnvName = nil
+		}
+		ep.NumInputTokens = ptr(int64(i))
+		eps[i] = ep
+	}
+	return eps
+}
+
+func TestRowsOfManyPagesAndMixedNullsReadBackInBothReaders(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		rows, textBytes int
+	}{
+		{"one row", 1, 10},
+		{"rows not a multiple of eight, one page", 13, 100},
+		{"pages cut inside the column", 700, 5000},
+		{"one value larger than a page", 3, 3 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eps := manyRows(tc.rows, tc.textBytes)
+			var buf bytes.Buffer
+			if err := NewEncoder().Encode(&buf, "run-1", 10, 5, eps); err != nil {
+				t.Fatal(err)
+			}
+			got := cells(t, openParquet(t, buf.Bytes()))
+			if len(got) != len(eps) {
+				t.Fatalf("parquet-go read %d rows, want %d", len(got), len(eps))
+			}
+			tbl := readArrow(t, buf.Bytes())
+			defer tbl.Release()
+			if tbl.NumRows() != int64(len(eps)) {
+				t.Fatalf("pqarrow read %d rows, want %d", tbl.NumRows(), len(eps))
+			}
+			for i, ep := range eps {
+				row := got[i]
+				want := map[string]string{
+					"prompt":           ep.Prompt,
+					"sample_id":        fmt.Sprint(5<<32 + i),
+					"num_input_tokens": fmt.Sprint(i),
+					"completion":       "<null>",
+					"reward":           "<null>",
+					"env_name":         "<null>",
+				}
+				if ep.Completion != nil {
+					want["completion"] = *ep.Completion
+				}
+				if ep.Reward != nil {
+					want["reward"] = fmt.Sprint(*ep.Reward)
+				}
+				if ep.EnvName != nil {
+					want["env_name"] = *ep.EnvName
+				}
+				for k, v := range want {
+					if row[k] != v {
+						t.Fatalf("row %d %s = %.40q, want %.40q", i, k, row[k], v)
+					}
+				}
+				if p := arrowString(t, tbl, "prompt", i); p != ep.Prompt {
+					t.Fatalf("pqarrow row %d prompt = %.40q, want %.40q", i, p, ep.Prompt)
+				}
+			}
+		})
+	}
+}
+
+func readArrow(t *testing.T, b []byte) arrow.Table {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(b), arrowparquet.NewReaderProperties(mem), pqarrow.ArrowReadProperties{}, mem)
+	if err != nil {
+		t.Fatalf("pqarrow cannot read the object: %v", err)
+	}
+	if tz := tbl.Schema().Field(18).Type.String(); tz != "timestamp[us, tz=UTC]" {
+		t.Fatalf("pqarrow reads created_at as %s, want timestamp[us, tz=UTC] from the stored Arrow schema", tz)
+	}
+	return tbl
+}
+
+func arrowString(t *testing.T, tbl arrow.Table, name string, row int) string {
+	t.Helper()
+	i := Schema().FieldIndices(name)[0]
+	for _, c := range tbl.Column(i).Data().Chunks() {
+		if row < c.Len() {
+			return c.(*array.String).Value(row)
+		}
+		row -= c.Len()
+	}
+	t.Fatalf("no row %d in %s", row, name)
+	return ""
+}
+
+func TestAnObjectOfNoRowsReadsBackEmpty(t *testing.T) {
 	var buf bytes.Buffer
-	if err := enc.Encode(&buf, "run-1", 10, 0, []Episode{episodeRow(), episodeRow()}); err != nil {
+	if err := NewEncoder().Encode(&buf, "run-1", 10, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Its buffers are kept for the next object; references to the
-	// episodes' strings would keep the collector's data alive with them.
-	for i, s := range enc.fw.strs[:cap(enc.fw.strs)] {
-		if s != "" {
-			t.Fatalf("the encoder still holds cell %d (%q)", i, s)
-		}
+	if got := cells(t, openParquet(t, buf.Bytes())); len(got) != 0 {
+		t.Fatalf("%d rows, want none", len(got))
+	}
+	tbl := readArrow(t, buf.Bytes())
+	defer tbl.Release()
+	if tbl.NumRows() != 0 {
+		t.Fatalf("pqarrow: %d rows, want none", tbl.NumRows())
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/reject"
 )
@@ -166,7 +167,7 @@ func readDocument(b body) document {
 		_, _ = value{v: b.v}.forMembers(member)
 		return d
 	}
-	text, changed := rewriteJSON(b.text, true, false)
+	text, changed := jsonscan.Rewrite(b.text, true, false)
 	d.text = text
 	if changed {
 		_, _ = value{raw: text}.forMembers(member)

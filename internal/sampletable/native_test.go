@@ -661,29 +661,3 @@ func TestPythonValuesAreTakenAsAPythonUserMeansThem(t *testing.T) {
 		})
 	}
 }
-
-func TestRewriteJSONCompactsAndNullsPythonsNonFiniteNumbers(t *testing.T) {
-	tests := []struct {
-		name, in        string
-		compact, python bool
-		want            string
-		changed         bool
-	}{
-		{"compact text is returned as it is", `{"a":[1,"b c"]}`, true, true, `{"a":[1,"b c"]}`, false},
-		{"whitespace between tokens goes, inside strings stays", " {\"a\" :\n[1, \"b c\\\" d\"]}\t", true, false, `{"a":[1,"b c\" d"]}`, true},
-		{"NaN and infinities become null outside strings", `[NaN,Infinity,-Infinity,"NaN"]`, false, true, `[null,null,null,"NaN"]`, true},
-		{"only what is asked for", `[ NaN ]`, false, true, `[ null ]`, true},
-		{"an unterminated string stops the rewrite", `[ "a`, true, true, `[ "a`, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, changed := rewriteJSON(tt.in, tt.compact, tt.python)
-			if got != tt.want || changed != tt.changed {
-				t.Fatalf("got %q %v, want %q %v", got, changed, tt.want, tt.changed)
-			}
-			if tt.compact && tt.changed && got != compact(t, tt.in) {
-				t.Fatalf("%q differs from encoding/json's compaction", got)
-			}
-		})
-	}
-}

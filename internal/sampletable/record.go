@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/internal/reject"
@@ -288,13 +289,13 @@ func jsonText(f field) string {
 		// A span of the body's JSON text is JSON already; a JSON string
 		// literal is unwrapped only when it holds an object or array.
 		if f.raw[0] == '"' {
-			if s := unquote(f.raw); holdsJSONContainer(s) {
+			if s := jsonscan.Unquote(f.raw); jsonscan.HoldsContainer(s) {
 				return strings.ToValidUTF8(s, "\uFFFD")
 			}
 		}
 		return f.raw
 	}
-	if s, ok := pvalue.String(f.v); ok && holdsJSONContainer(s) {
+	if s, ok := pvalue.String(f.v); ok && jsonscan.HoldsContainer(s) {
 		return strings.ToValidUTF8(s, "\uFFFD")
 	}
 	return pjson.Encode(f.v)

@@ -50,7 +50,7 @@ func RewriteRunID(src []byte, runID string) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(src) + int(tbl.NumRows())*len(runID))
 	// The encoder's writer, so the object is the one it writes online.
-	if err := newFileWriter(schema).write(&buf, &arrayCells{cols: cols, runID: runID}); err != nil {
+	if err := NewEncoder().fw.Write(&buf, &arrayCells{cols: cols, runID: runID}); err != nil {
 		return nil, fmt.Errorf("sampletable: writing the object: %w", err)
 	}
 	return buf.Bytes(), nil
@@ -63,9 +63,9 @@ type arrayCells struct {
 	runID string
 }
 
-func (t *arrayCells) numRows() int { return t.cols[0].Len() }
+func (t *arrayCells) NumRows() int { return t.cols[0].Len() }
 
-func (t *arrayCells) str(col, row int) (string, bool) {
+func (t *arrayCells) Str(col, row int) (string, bool) {
 	a := t.cols[col].(*array.String)
 	if a.IsNull(row) {
 		return "", false
@@ -76,7 +76,7 @@ func (t *arrayCells) str(col, row int) (string, bool) {
 	return a.Value(row), true
 }
 
-func (t *arrayCells) int(col, row int) (int64, bool) {
+func (t *arrayCells) Int(col, row int) (int64, bool) {
 	a := t.cols[col]
 	if a.IsNull(row) {
 		return 0, false
@@ -87,7 +87,7 @@ func (t *arrayCells) int(col, row int) (int64, bool) {
 	return a.(*array.Int64).Value(row), true
 }
 
-func (t *arrayCells) float(col, row int) (float64, bool) {
+func (t *arrayCells) Float(col, row int) (float64, bool) {
 	a := t.cols[col].(*array.Float64)
 	if a.IsNull(row) {
 		return 0, false

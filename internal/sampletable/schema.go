@@ -65,6 +65,7 @@ func Schema() *arrow.Schema {
 // value is new), and building one costs a hash of every value and a copy
 // of the column before a writer falls back to PLAIN; min/max statistics
 // of them serve no query and would copy two whole values into the footer.
-// They are written PLAIN without min/max (parquet.go), like every column:
-// the short ones are small beside them, and Snappy takes their repeats.
+// They get a null count but no min/max (NewEncoder); every column is
+// written PLAIN, since the short ones are small beside them and Snappy
+// takes their repeats.
 var freeText = []string{colPrompt, colCompletion, colTrajectory, colTask, colInfo, colMetrics, colTiming}

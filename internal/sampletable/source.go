@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/internal/reject"
 )
@@ -56,7 +57,7 @@ func (f field) name() string {
 
 func (f value) typeName() string {
 	if f.raw != "" {
-		return jsonKind(f.raw)
+		return jsonscan.Kind(f.raw)
 	}
 	return pvalue.TypeName(f.v)
 }
@@ -67,7 +68,7 @@ func (f value) str() (string, bool) {
 		if f.raw[0] != '"' {
 			return "", false
 		}
-		return unquote(f.raw), true
+		return jsonscan.Unquote(f.raw), true
 	}
 	return pvalue.String(f.v)
 }
@@ -157,7 +158,7 @@ func readBody(v pcommon.Value) body {
 		return body{v: v, m: v.Map(), hasMap: true}
 	case pcommon.ValueTypeStr:
 		s := v.Str()
-		if firstNonSpace(s) != '{' {
+		if jsonscan.FirstNonSpace(s) != '{' {
 			break
 		}
 		// Invalid UTF-8 can only sit inside JSON strings; replacing it once
@@ -170,7 +171,7 @@ func readBody(v pcommon.Value) body {
 		// Python's json.dumps writes NaN and ±Inf as NaN and Infinity,
 		// which are not JSON. A native document is taken with them as null,
 		// as the SDK would store them; a column-keyed body keeps its rules.
-		if py, changed := rewriteJSON(s, false, true); changed {
+		if py, changed := jsonscan.Rewrite(s, false, true); changed {
 			if pb, err := objectBody(py); err == nil && pb.isDocument() {
 				return pb
 			}
@@ -185,8 +186,8 @@ func readBody(v pcommon.Value) body {
 // objectBody reads the JSON text of an object into its members.
 func objectBody(s string) (body, error) {
 	b := body{text: s, members: make([]member, 0, 16)}
-	err := eachMember(s, func(k, v string) error {
-		b.members = append(b.members, member{unquote(k), v})
+	err := jsonscan.EachMember(s, func(k, v string) error {
+		b.members = append(b.members, member{jsonscan.Unquote(k), v})
 		return nil
 	})
 	return b, err

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/internal/reject"
@@ -88,7 +89,7 @@ func buildTrajectory(f field, advantage *float64) (trajectory, error) {
 	case f.raw == "" && f.v.Type() == pcommon.ValueTypeSlice:
 		return listTrajectory(f, f.v.Slice(), adv)
 	}
-	if s, ok := f.str(); ok && firstNonSpace(s) == '[' {
+	if s, ok := f.str(); ok && jsonscan.FirstNonSpace(s) == '[' {
 		return textTrajectory(f, strings.ToValidUTF8(s, "\uFFFD"), adv)
 	}
 	return trajectory{}, rejection(reject.BadValue, f.key(), "%s must be a list of maps (or a string holding a JSON array of objects), got %s", f.name(), f.describe())
@@ -183,13 +184,13 @@ func textTrajectory(f field, text, adv string) (trajectory, error) {
 	var sb strings.Builder
 	sb.Grow(len(text) + 64)
 	sb.WriteByte('[')
-	err := eachElement(text, func(i, start int) (int, error) {
+	err := jsonscan.EachElement(text, func(i, start int) (int, error) {
 		if text[start] != '{' {
-			end, ok := scanValue(text, start, 1)
+			end, ok := jsonscan.Value(text, start, 1)
 			if !ok {
-				return end, &syntaxError{end}
+				return end, &jsonscan.SyntaxError{Offset: end}
 			}
-			return end, notABranch(f, i, jsonKind(text[start:end]))
+			return end, notABranch(f, i, jsonscan.Kind(text[start:end]))
 		}
 		if i > 0 {
 			sb.WriteByte(',')
@@ -198,8 +199,8 @@ func textTrajectory(f field, text, adv string) (trajectory, error) {
 		t.last = branchTail{index: i}
 		sb.WriteByte('{')
 		n, seen := 0, false
-		end, err := objectAt(text, start, 1, func(k, v string) error {
-			key := unquote(k)
+		end, err := jsonscan.Object(text, start, 1, func(k, v string) error {
+			key := jsonscan.Unquote(k)
 			if key == branchAdvantage {
 				if seen {
 					return nil
@@ -226,7 +227,7 @@ func textTrajectory(f field, text, adv string) (trajectory, error) {
 		endBranch(&sb, n, seen, adv)
 		return end, nil
 	})
-	if _, ok := errors.AsType[*syntaxError](err); ok {
+	if _, ok := errors.AsType[*jsonscan.SyntaxError](err); ok {
 		return trajectory{}, rejection(reject.BadValue, f.key(), "%s holds invalid JSON: %v", f.name(), err)
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/internal/reject"
@@ -40,13 +41,13 @@ func ReadEvalBody(v pcommon.Value) (EvalBody, error) {
 		b = body{v: v, m: v.Map(), hasMap: true}
 	case pcommon.ValueTypeStr:
 		s := v.Str()
-		if firstNonSpace(s) != '{' {
+		if jsonscan.FirstNonSpace(s) != '{' {
 			return EvalBody{}, rejection(reject.BadBody, bodyField, "an evaluation's episode body must be a map or a string holding a JSON object, got text that is not one")
 		}
 		s = strings.ToValidUTF8(s, "\uFFFD")
 		var err error
 		if b, err = objectBody(s); err != nil {
-			py, changed := rewriteJSON(s, false, true)
+			py, changed := jsonscan.Rewrite(s, false, true)
 			if !changed {
 				return EvalBody{}, rejection(reject.BadBody, bodyField, "body looks like a JSON object but does not parse: %v", err)
 			}
@@ -64,7 +65,7 @@ func ReadEvalBody(v pcommon.Value) (EvalBody, error) {
 	if b.hasMap {
 		return EvalBody{object: pjson.Encode(b.v)}, nil
 	}
-	text, _ := rewriteJSON(b.text, true, false)
+	text, _ := jsonscan.Rewrite(b.text, true, false)
 	return EvalBody{object: text}, nil
 }
 
@@ -80,8 +81,8 @@ func (b EvalBody) Object() string { return b.object }
 // false. It calls nothing for text that is not one JSON object.
 func EachMember(object string, fn func(key, value string) bool) {
 	stop := errors.New("stop")
-	_ = eachMember(object, func(k, v string) error {
-		if !fn(unquote(k), v) {
+	_ = jsonscan.EachMember(object, func(k, v string) error {
+		if !fn(jsonscan.Unquote(k), v) {
 			return stop
 		}
 		return nil
@@ -489,8 +490,8 @@ func lastElement(o optValue) optValue {
 		}
 	case o.raw != "" && o.raw[0] == '[':
 		var last optValue
-		_ = eachElement(o.raw, func(_, start int) (int, error) {
-			end, _ := scanValue(o.raw, start, 1)
+		_ = jsonscan.EachElement(o.raw, func(_, start int) (int, error) {
+			end, _ := jsonscan.Value(o.raw, start, 1)
 			last = opt(value{raw: o.raw[start:end]})
 			return end, nil
 		})

@@ -1,24 +1,20 @@
 package upload
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
-	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
-	"github.com/primeintellect/primeexporter/internal/runs"
 )
 
-// countingTel counts what the uploader and the lifecycle report, by kind
+// countingTel counts what the uploader reports, by kind
 // and reason ("skip eval").
 type countingTel struct {
 	mu sync.Mutex
@@ -39,8 +35,6 @@ func (c *countingTel) Skip(_ string, r reject.Reason, n int)   { c.add("skip "+s
 func (c *countingTel) Coerce(_ string, r reject.Reason, n int) { c.add("coerce "+string(r), n) }
 func (c *countingTel) SamplesUploaded(rows, _, _ int)          { c.add("rows", rows) }
 func (c *countingTel) TracesUploaded(_, docs int)              { c.add("documents", docs) }
-func (c *countingTel) RunEvent(string)                         {}
-func (c *countingTel) Post(string)                             {}
 
 func (c *countingTel) counts() map[string]int {
 	c.mu.Lock()
@@ -48,24 +42,10 @@ func (c *countingTel) counts() map[string]int {
 	return c.n
 }
 
-// attachOnly is a platform that attaches runs and does nothing else.
-type attachOnly struct{ platform.Runs }
-
-func (attachOnly) AttachRun(context.Context, string, platform.Origin) error { return nil }
-
-// testLease is a lease on an attached run, and the telemetry it counts into.
-func testLease(t *testing.T) (runs.Lease, *countingTel) {
+// testLease is a run's ledger, and the telemetry the uploader counts into.
+func testLease(t *testing.T) (*fakeLedger, *countingTel) {
 	t.Helper()
-	tel := &countingTel{}
-	g := runs.New(runs.Config{Where: func(string) zap.Field { return zap.Skip() }}, runs.Deps{
-		API: attachOnly{}, Store: runs.NewMemStore(), Logger: zap.NewNop(), Warn: logonce.New(zap.NewNop(), 16), Tel: tel,
-	})
-	res := pcommon.NewResource()
-	res.Attributes().PutStr(runs.AttrRunID, "run-1")
-	l, err := g.Acquire(context.Background(), res, runs.SignalLogs, 1)
-	require.NoError(t, err)
-	t.Cleanup(l.Release)
-	return l, tel
+	return newFakeLedger(), &countingTel{}
 }
 
 // record is a prime.episode record with a JSON body and attributes kv.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
-	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/sampletable"
 	"github.com/primeintellect/primeexporter/rft"
 )
@@ -55,7 +54,7 @@ func docLocs(docs []document) []Loc {
 // table: that batch's rows and every later one's go into b's steps. It
 // returns the error of a failure that says the platform is down, so the
 // caller sends nothing more.
-func (u *Uploader) uploadDocuments(ctx context.Context, l runs.Lease, b *Batch, fail func([]Loc, error)) error {
+func (u *Uploader) uploadDocuments(ctx context.Context, l Ledger, b *Batch, fail func([]Loc, error)) error {
 	docs := b.docs
 	b.docs = nil
 	return u.sendDocuments(ctx, l, docs, runTypeTrain, fail, func(d document) {
@@ -75,7 +74,7 @@ const (
 // documents that go to the run's other destination after Prime Traces
 // turned the account away (the sample table; an evaluation's samples),
 // committed is told of each batch Prime Traces committed.
-func (u *Uploader) sendDocuments(ctx context.Context, l runs.Lease, docs []document, runType string, fail func([]Loc, error),
+func (u *Uploader) sendDocuments(ctx context.Context, l Ledger, docs []document, runType string, fail func([]Loc, error),
 	onTable func(document), committed func([]document),
 ) error {
 	docs = u.stamped(l, docs, runType)
@@ -151,7 +150,7 @@ func (u *Uploader) sendDocuments(ctx context.Context, l runs.Lease, docs []docum
 
 // stamped puts the platform run on every document (rft.StampRun says
 // where); a document that cannot be stamped is rejected.
-func (u *Uploader) stamped(l runs.Lease, docs []document, runType string) []document {
+func (u *Uploader) stamped(l Ledger, docs []document, runType string) []document {
 	out := docs[:0:0]
 	for _, d := range docs {
 		line, err := rft.StampRun(d.raw, l.ID(), runType)
@@ -166,7 +165,7 @@ func (u *Uploader) stamped(l runs.Lease, docs []document, runType string) []docu
 	return out
 }
 
-func (u *Uploader) rejectDocuments(l runs.Lease, part []document, err error) {
+func (u *Uploader) rejectDocuments(l Ledger, part []document, err error) {
 	u.reject(l, reject.TracesRejected, len(part), "traces\x00"+l.ID()+"\x00"+platform.Class(err), "Prime Traces refused a batch of episode documents: they are dropped",
 		zap.Int("documents", len(part)), zap.Error(err))
 }

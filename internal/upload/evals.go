@@ -10,7 +10,6 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
-	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -49,7 +48,7 @@ func SampleFingerprint(origin []byte, i int) uint64 {
 // good is counted and dropped; one that provably never arrived (the
 // platform down, 429) goes back to the collector's retry with every later
 // batch, unsent. A sample too large for any request is rejected alone.
-func (u *Uploader) UploadSamples(ctx context.Context, l runs.Lease, evals platform.Evals, samples []EvalSample, sent func(EvalSample)) (map[Loc]bool, error) {
+func (u *Uploader) UploadSamples(ctx context.Context, l Ledger, evals platform.Evals, samples []EvalSample, sent func(EvalSample)) (map[Loc]bool, error) {
 	pending, err := notYetDelivered(ctx, u, l, samples, func(s EvalSample) uint64 { return s.FP })
 	if err != nil {
 		return sampleLocs(samples), err
@@ -136,7 +135,7 @@ type EvalDocument struct {
 // back in onSamples: from then on the run's documents go to the samples
 // route. committed is told of each document Prime Traces committed. It
 // returns the records to retry and the error to retry them with.
-func (u *Uploader) UploadEvalDocuments(ctx context.Context, l runs.Lease, docs []EvalDocument, committed func(EvalDocument)) (onSamples []EvalDocument, retry map[Loc]bool, err error) {
+func (u *Uploader) UploadEvalDocuments(ctx context.Context, l Ledger, docs []EvalDocument, committed func(EvalDocument)) (onSamples []EvalDocument, retry map[Loc]bool, err error) {
 	in := make([]document, len(docs))
 	for i := range docs {
 		in[i] = document{raw: docs[i].Raw, loc: docs[i].Loc, eval: &docs[i]}
@@ -166,7 +165,7 @@ func (u *Uploader) UploadEvalDocuments(ctx context.Context, l runs.Lease, docs [
 
 // Traced says an evaluation's native documents go to Prime Traces: it is
 // on, and the run was not turned to the samples route.
-func (u *Uploader) Traced(l runs.Lease) bool { return u.cfg.Traces != nil && !l.DocumentsOnTable() }
+func (u *Uploader) Traced(l Ledger) bool { return u.cfg.Traces != nil && !l.DocumentsOnTable() }
 
 func sampleLocs(samples []EvalSample) map[Loc]bool {
 	return addLocs(nil, samples)

@@ -106,7 +106,7 @@ func (b *Batch) Locs() map[Loc]bool {
 // counted and logged here, and so are values taken as a Python user means
 // them. It returns the record as mapped, for the sinks that take more of
 // it than its rows (its Document); a rejected record comes back empty.
-func (u *Uploader) Accept(l runs.Lease, b *Batch, lr plog.LogRecord, loc Loc) sampletable.Record {
+func (u *Uploader) Accept(l Ledger, b *Batch, lr plog.LogRecord, loc Loc) sampletable.Record {
 	rec, err := sampletable.FromRecord(lr.Attributes(), lr.Body(), lr.Timestamp(), lr.ObservedTimestamp(), time.Now())
 	if err != nil {
 		reason := reject.BadValue
@@ -134,7 +134,7 @@ func (u *Uploader) Accept(l runs.Lease, b *Batch, lr plog.LogRecord, loc Loc) sa
 
 // toTable puts a record's rows into the batch's steps; what has no row in
 // the table is counted here.
-func (u *Uploader) toTable(l runs.Lease, b *Batch, rec sampletable.Record, loc Loc) {
+func (u *Uploader) toTable(l Ledger, b *Batch, rec sampletable.Record, loc Loc) {
 	switch {
 	case rec.Eval:
 		u.skip(l, reject.Eval, 1)
@@ -158,7 +158,7 @@ func (u *Uploader) toTable(l runs.Lease, b *Batch, rec sampletable.Record, loc L
 
 // coerced counts a record's coercions by reason and says, once per run and
 // reason, what the trainer could send instead.
-func (u *Uploader) coerced(l runs.Lease, reasons []reject.Reason) {
+func (u *Uploader) coerced(l Ledger, reasons []reject.Reason) {
 	n := map[reject.Reason]int{}
 	for _, r := range reasons {
 		n[r]++
@@ -182,13 +182,13 @@ func coercionMeaning(r reject.Reason) string {
 	return string(r)
 }
 
-func (u *Uploader) skip(l runs.Lease, reason reject.Reason, n int) {
+func (u *Uploader) skip(l Ledger, reason reject.Reason, n int) {
 	u.tel.Skip(runs.SignalLogs, reason, n)
 	l.Count("episodes_skipped", int64(n))
 }
 
 // reject counts n lost episodes and warns once per key.
-func (u *Uploader) reject(l runs.Lease, reason reject.Reason, n int, key, msg string, fields ...zap.Field) {
+func (u *Uploader) reject(l Ledger, reason reject.Reason, n int, key, msg string, fields ...zap.Field) {
 	u.tel.Reject(runs.SignalLogs, reason, n)
 	l.Count("episodes_rejected", int64(n))
 	u.warn.Warn(key, msg, append([]zap.Field{zap.String("run_id", l.ID())}, fields...)...)
@@ -198,7 +198,7 @@ func (u *Uploader) reject(l runs.Lease, reason reject.Reason, n int, key, msg st
 // by step, in step order, and returns the records to retry with the error
 // to retry them with. What a sink refused for good is counted and logged,
 // not returned.
-func (u *Uploader) Upload(ctx context.Context, l runs.Lease, b *Batch) (map[Loc]bool, error) {
+func (u *Uploader) Upload(ctx context.Context, l Ledger, b *Batch) (map[Loc]bool, error) {
 	var retry map[Loc]bool
 	var errs []error
 	failAt := func(locs []Loc, err error) {
@@ -254,7 +254,7 @@ func (u *Uploader) Upload(ctx context.Context, l runs.Lease, b *Batch) (map[Loc]
 }
 
 // undelivered leaves out the episodes confirmed before.
-func (u *Uploader) undelivered(ctx context.Context, l runs.Lease, eps []episode) ([]episode, error) {
+func (u *Uploader) undelivered(ctx context.Context, l Ledger, eps []episode) ([]episode, error) {
 	for i := range eps {
 		eps[i].fp = episodeFingerprint(eps[i].ep)
 	}
@@ -264,7 +264,7 @@ func (u *Uploader) undelivered(ctx context.Context, l runs.Lease, eps []episode)
 // notYetDelivered leaves out, and counts, the items whose fingerprint a
 // sink committed before: a batch replayed by the queue after a restart, or
 // by the collector's retry.
-func notYetDelivered[T any](ctx context.Context, u *Uploader, l runs.Lease, items []T, fp func(T) uint64) ([]T, error) {
+func notYetDelivered[T any](ctx context.Context, u *Uploader, l Ledger, items []T, fp func(T) uint64) ([]T, error) {
 	fps := make([]uint64, len(items))
 	for i, it := range items {
 		fps[i] = fp(it)
@@ -304,7 +304,7 @@ func splitBySize(eps []episode, max int64) [][]episode {
 
 // uploadObject encodes one object and stores it, resuming a pending upload
 // of the same episodes.
-func (u *Uploader) uploadObject(ctx context.Context, l runs.Lease, step int64, part []episode) error {
+func (u *Uploader) uploadObject(ctx context.Context, l Ledger, step int64, part []episode) error {
 	fp := objectFingerprint(step, part)
 	obj := l.Object(ctx, fp, step)
 	buf := u.bodies.Get().(*bytes.Buffer)

@@ -1,4 +1,4 @@
-package sampletable
+package jsonscan
 
 import (
 	"encoding/json"
@@ -8,20 +8,14 @@ import (
 	"github.com/primeintellect/primeexporter/internal/pjson"
 )
 
-// This file reads JSON text in place. Episodes carry megabytes of chat
-// text, usually already serialised by the trainer; slicing the text into
-// spans (instead of decoding it into values and encoding it again) keeps
-// the bytes the trainer wrote and costs one scan with no allocation.
-// BenchmarkBodyText measures what that buys over encoding/json.
-
 // maxDepth bounds nesting as encoding/json does, so a hostile record cannot
 // exhaust the stack.
 const maxDepth = 10000
 
-// syntaxError says where text stops being JSON.
-type syntaxError struct{ offset int }
+// SyntaxError says where text stops being JSON.
+type SyntaxError struct{ Offset int }
 
-func (e *syntaxError) Error() string { return fmt.Sprintf("invalid JSON at offset %d", e.offset) }
+func (e *SyntaxError) Error() string { return fmt.Sprintf("invalid JSON at offset %d", e.Offset) }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -32,31 +26,33 @@ func skipSpace(s string, i int) int {
 	return i
 }
 
-// firstNonSpace is the first character of s that is not JSON whitespace, or 0.
-func firstNonSpace(s string) byte {
+// FirstNonSpace is the first character of s that is not JSON whitespace,
+// or 0.
+func FirstNonSpace(s string) byte {
 	if i := skipSpace(s, 0); i < len(s) {
 		return s[i]
 	}
 	return 0
 }
 
-// validJSON tells whether s is exactly one JSON value (surrounding
-// whitespace allowed), like json.Valid.
-func validJSON(s string) bool {
-	end, ok := scanValue(s, skipSpace(s, 0), 0)
+// Valid tells whether s is exactly one JSON value (surrounding whitespace
+// allowed), like json.Valid.
+func Valid(s string) bool {
+	end, ok := Value(s, skipSpace(s, 0), 0)
 	return ok && skipSpace(s, end) == len(s)
 }
 
-// holdsJSONContainer tells a string that already holds a JSON object or
-// array, which JSON columns store as it is (telemetry.md §3).
-func holdsJSONContainer(s string) bool {
-	c := firstNonSpace(s)
-	return (c == '{' || c == '[') && validJSON(s)
+// HoldsContainer tells whether s holds exactly one JSON object or array.
+func HoldsContainer(s string) bool {
+	c := FirstNonSpace(s)
+	return (c == '{' || c == '[') && Valid(s)
 }
 
-// scanValue scans the JSON value starting at s[i] and returns the index just
-// after it.
-func scanValue(s string, i, depth int) (int, bool) {
+// Value scans the JSON value starting at s[i] and returns the index just
+// after it, false if no valid value starts there. depth is the value's
+// nesting (0 at the top); values nested deeper than encoding/json takes
+// are refused.
+func Value(s string, i, depth int) (int, bool) {
 	if i >= len(s) {
 		return i, false
 	}
@@ -103,7 +99,7 @@ func scanContainer(s string, i, depth int, closing byte) (int, bool) {
 			}
 			i = skipSpace(s, i+1)
 		}
-		if i, ok = scanValue(s, i, depth+1); !ok {
+		if i, ok = Value(s, i, depth+1); !ok {
 			return i, false
 		}
 		i = skipSpace(s, i)
@@ -210,26 +206,27 @@ func scanDigits(s string, i int) int {
 	return i
 }
 
-// eachMember calls fn with the raw key (quotes included) and the value
+// EachMember calls fn with the raw key (quotes included) and the value
 // text of every member of the JSON object s, in document order. s is one
 // object, surrounding whitespace allowed; anything else is an error.
-func eachMember(s string, fn func(key, value string) error) error {
+func EachMember(s string, fn func(key, value string) error) error {
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
-		return &syntaxError{i}
+		return &SyntaxError{Offset: i}
 	}
-	end, err := objectAt(s, i, 0, fn)
+	end, err := Object(s, i, 0, fn)
 	if err != nil {
 		return err
 	}
 	return trailing(s, end)
 }
 
-// objectAt walks the object that starts at s[i] ('{'), calling fn for each
-// member, and returns the index just after it.
-func objectAt(s string, i, depth int, fn func(key, value string) error) (int, error) {
+// Object walks the object that starts at s[i] ('{') at nesting depth,
+// calling fn with each member's raw key and value text, and returns the
+// index just after it.
+func Object(s string, i, depth int, fn func(key, value string) error) (int, error) {
 	if depth >= maxDepth {
-		return i, &syntaxError{i}
+		return i, &SyntaxError{Offset: i}
 	}
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
@@ -237,28 +234,28 @@ func objectAt(s string, i, depth int, fn func(key, value string) error) (int, er
 	}
 	for {
 		if i >= len(s) || s[i] != '"' {
-			return i, &syntaxError{i}
+			return i, &SyntaxError{Offset: i}
 		}
 		k0 := i
 		k1, ok := scanString(s, i)
 		if !ok {
-			return k1, &syntaxError{k1}
+			return k1, &SyntaxError{Offset: k1}
 		}
 		i = skipSpace(s, k1)
 		if i >= len(s) || s[i] != ':' {
-			return i, &syntaxError{i}
+			return i, &SyntaxError{Offset: i}
 		}
 		v0 := skipSpace(s, i+1)
-		v1, ok := scanValue(s, v0, depth+1)
+		v1, ok := Value(s, v0, depth+1)
 		if !ok {
-			return v1, &syntaxError{v1}
+			return v1, &SyntaxError{Offset: v1}
 		}
 		if err := fn(s[k0:k1], s[v0:v1]); err != nil {
 			return v1, err
 		}
 		i = skipSpace(s, v1)
 		if i >= len(s) {
-			return i, &syntaxError{i}
+			return i, &SyntaxError{Offset: i}
 		}
 		switch s[i] {
 		case ',':
@@ -266,19 +263,19 @@ func objectAt(s string, i, depth int, fn func(key, value string) error) (int, er
 		case '}':
 			return i + 1, nil
 		default:
-			return i, &syntaxError{i}
+			return i, &SyntaxError{Offset: i}
 		}
 	}
 }
 
-// eachElement walks the JSON array s (one array, surrounding whitespace
+// EachElement walks the JSON array s (one array, surrounding whitespace
 // allowed). For each element it calls fn with the element's index n and its
 // start in s; fn scans the element itself (so a caller that walks elements
 // further reads them once) and returns the index just after it.
-func eachElement(s string, fn func(n, start int) (end int, err error)) error {
+func EachElement(s string, fn func(n, start int) (end int, err error)) error {
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '[' {
-		return &syntaxError{i}
+		return &SyntaxError{Offset: i}
 	}
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == ']' {
@@ -286,7 +283,7 @@ func eachElement(s string, fn func(n, start int) (end int, err error)) error {
 	}
 	for n := 0; ; n++ {
 		if i >= len(s) {
-			return &syntaxError{i}
+			return &SyntaxError{Offset: i}
 		}
 		end, err := fn(n, i)
 		if err != nil {
@@ -294,7 +291,7 @@ func eachElement(s string, fn func(n, start int) (end int, err error)) error {
 		}
 		i = skipSpace(s, end)
 		if i >= len(s) {
-			return &syntaxError{i}
+			return &SyntaxError{Offset: i}
 		}
 		switch s[i] {
 		case ',':
@@ -302,21 +299,21 @@ func eachElement(s string, fn func(n, start int) (end int, err error)) error {
 		case ']':
 			return trailing(s, i+1)
 		default:
-			return &syntaxError{i}
+			return &SyntaxError{Offset: i}
 		}
 	}
 }
 
 func trailing(s string, i int) error {
 	if i = skipSpace(s, i); i != len(s) {
-		return &syntaxError{i}
+		return &SyntaxError{Offset: i}
 	}
 	return nil
 }
 
-// unquote decodes a JSON string literal (quotes included) that the scanner
+// Unquote decodes a JSON string literal (quotes included) that the scanner
 // accepted. Most keys and values have no escapes and are sliced, not copied.
-func unquote(lit string) string {
+func Unquote(lit string) string {
 	inner := lit[1 : len(lit)-1]
 	if strings.IndexByte(inner, '\\') < 0 {
 		return inner
@@ -328,10 +325,11 @@ func unquote(lit string) string {
 	return out
 }
 
-// jsonKind names the type of a JSON value's text the way pvalue.TypeName
-// names pdata types, for error messages.
-func jsonKind(v string) string {
-	switch c := firstNonSpace(v); {
+// Kind names the type of a JSON value's text the way pvalue.TypeName names
+// pdata types (map, list, string, bool, null, double, int), for error
+// messages.
+func Kind(v string) string {
+	switch c := FirstNonSpace(v); {
 	case c == '{':
 		return "map"
 	case c == '[':
@@ -348,13 +346,13 @@ func jsonKind(v string) string {
 	return "int"
 }
 
-// rewriteJSON rewrites JSON text between its string literals: compact
+// Rewrite rewrites JSON text between its string literals: compact
 // drops the whitespace, python turns NaN, Infinity and -Infinity (what
 // Python's json.dumps writes for non-finite floats) into null. It returns
 // s itself, uncopied, when nothing changes, and changed false then or when
 // a string literal does not end. Only compact text that was valid JSON
 // stays valid: whitespace also separates tokens in text that is not.
-func rewriteJSON(s string, compact, python bool) (out string, changed bool) {
+func Rewrite(s string, compact, python bool) (out string, changed bool) {
 	var sb strings.Builder
 	start := 0 // s[start:i] is yet to be copied
 	replace := func(i, n int, with string) {

@@ -1,4 +1,4 @@
-package sampletable
+package flatparquet
 
 import "encoding/binary"
 

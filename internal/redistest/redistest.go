@@ -1,4 +1,9 @@
-package primeexporter
+// Package redistest runs a real redis-server for tests: Debian's package,
+// on a free loopback port, with nothing saved to disk. Stop and Start take
+// it down and bring it back on the same port, as a Redis outage would. A
+// test that needs one fails, never skips, when redis-server is not
+// installed: scripts/test.sh installs it.
+package redistest
 
 import (
 	"bytes"
@@ -11,12 +16,8 @@ import (
 	"time"
 )
 
-// redisServer is a real redis-server for the shared run registry's tests:
-// Debian's package, on a free loopback port, with nothing saved to disk.
-// Stop and Start take it down and bring it back on the same port, as a
-// Redis outage would. A test that needs one fails, never skips, when
-// redis-server is not installed: scripts/test.sh installs it.
-type redisServer struct {
+// Server is one redis-server of a test.
+type Server struct {
 	t    testing.TB
 	bin  string
 	port int
@@ -26,25 +27,24 @@ type redisServer struct {
 	out *bytes.Buffer
 }
 
-// startRedis runs a redis-server for the test and stops it when the test
-// ends.
-func startRedis(t testing.TB) *redisServer {
+// New runs a redis-server for the test and stops it when the test ends.
+func New(t testing.TB) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server is not on PATH: the shared run registry's tests need a real Redis. Run scripts/test.sh, which installs it (apt-get install redis-server), or install it yourself: %v", err)
 	}
-	s := &redisServer{t: t, bin: bin, port: freePort(t)}
-	s.start()
-	t.Cleanup(s.stop)
+	s := &Server{t: t, bin: bin, port: freePort(t)}
+	s.Start()
+	t.Cleanup(s.Stop)
 	return s
 }
 
-// addr is host:port.
-func (s *redisServer) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+// Addr is host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
-// start starts the server if it is not running and waits until it answers.
-func (s *redisServer) start() {
+// Start starts the server if it is not running and waits until it answers.
+func (s *Server) Start() {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -61,7 +61,7 @@ func (s *redisServer) start() {
 	s.cmd, s.out = cmd, out
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ping(s.addr()) {
+		if ping(s.Addr()) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -72,14 +72,14 @@ func (s *redisServer) start() {
 	}
 }
 
-// stop kills the server; its data is gone.
-func (s *redisServer) stop() {
+// Stop kills the server; its data is gone.
+func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopLocked()
 }
 
-func (s *redisServer) stopLocked() {
+func (s *Server) stopLocked() {
 	if s.cmd == nil {
 		return
 	}

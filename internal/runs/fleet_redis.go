@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -43,13 +45,40 @@ const (
 	// sharedCallTimeout bounds the Redis calls made outside a push's
 	// context: letting go of holds and claims, close-outs.
 	sharedCallTimeout = 5 * time.Second
-	// fallbackRangeLow starts the ranges drawn at random for a step below
-	// a run's range floor (maxRangeSteps), and when the shared
-	// counter cannot be reached in the middle of a push: above every
-	// counted range (a created run counts from 0, an attached one from
-	// randomRangeLow, and neither gets near 2^19 objects in one step).
-	fallbackRangeLow = randomRangeLow + randomRangeLow/2
 )
+
+// redisFleet is the fleet of the collectors that share a SharedStore
+// (RedisStore): claims decide who creates and who closes out a run, holds
+// tell a close-out what data the fleet still has, ranges come from the
+// shared counter, and pending uploads are the fleet's. It owns the
+// collector's heartbeat, from start until stop.
+type redisFleet struct {
+	records
+	shared   SharedStore
+	cfg      Config
+	log      *zap.Logger
+	tel      Telemetry
+	stopping <-chan struct{}
+	// ending schedules the close-out of a run whose end the fleet
+	// recorded (the closer's requestEnd).
+	ending func(r *run, end End)
+
+	// owner names this collector in its claims and holds.
+	owner   string
+	holdSeq atomic.Int64
+
+	// beatStop ends the heartbeat.
+	beatStop chan struct{}
+	beat     sync.WaitGroup
+}
+
+func newRedisFleet(s SharedStore, cfg Config, deps Deps, ending func(r *run, end End)) *redisFleet {
+	return &redisFleet{
+		records: records{store: s, warn: deps.Warn, closing: savedClosing},
+		shared:  s, cfg: cfg, log: deps.Logger, tel: deps.Tel, stopping: deps.Stopping, ending: ending,
+		owner: newOwner(), beatStop: make(chan struct{}),
+	}
+}
 
 func newOwner() string {
 	var b [8]byte
@@ -57,20 +86,31 @@ func newOwner() string {
 	return hex.EncodeToString(b[:])
 }
 
+// start begins this collector's heartbeat.
+func (f *redisFleet) start() { f.beat.Go(f.heartbeat) }
+
+// stop ends the heartbeat, after a shutdown's close-outs, and closes the
+// store.
+func (f *redisFleet) stop(ctx context.Context) error {
+	close(f.beatStop)
+	f.beat.Wait()
+	return f.store.Close(ctx)
+}
+
 // heartbeat renews this collector's heartbeat in the shared registry
-// until the registry shuts down, so that the fleet counts its holds.
-func (g *Registry) heartbeat() {
+// until stop, so that the fleet counts its holds.
+func (f *redisFleet) heartbeat() {
 	// A renewal waiting on Redis does not hold up the shutdown.
 	base, stop := context.WithCancel(context.Background())
 	defer stop()
-	g.beat.Go(func() {
-		<-g.beatStop
+	f.beat.Go(func() {
+		<-f.beatStop
 		stop()
 	})
-	sleep := SleepUnless(g.beatStop)
+	sleep := SleepUnless(f.beatStop)
 	for wait := time.Duration(0); sleep(base, wait) == nil; {
 		ctx, cancel := context.WithTimeout(base, sharedCallTimeout)
-		err := g.shared.Alive(ctx, g.owner, heartbeatTTL)
+		err := f.shared.Alive(ctx, f.owner, heartbeatTTL)
 		cancel()
 		wait = heartbeatEvery
 		if err != nil {
@@ -79,21 +119,34 @@ func (g *Registry) heartbeat() {
 	}
 }
 
-func (g *Registry) holdName(kind rune, n int64) string {
-	return string(kind) + ":" + g.owner + ":" + strconv.FormatInt(n, 10)
+// load returns the runs that were ending. A fleet's registry being out of
+// reach must not stop a collector: its pushes wait in the retry until it
+// is back, and the runs that were ending are closed out by whichever
+// collector sees them next.
+func (f *redisFleet) load(ctx context.Context) ([]SavedRun, error) {
+	saved, err := f.records.load(ctx)
+	if err != nil {
+		f.log.Warn("Could not read the runs that were ending from the shared run registry; starting without them", zap.Error(err))
+		return nil, nil
+	}
+	return saved, nil
 }
 
-// holdShared registers a push's hold on the run in the shared registry and
+func (f *redisFleet) holdName(kind rune, n int64) string {
+	return string(kind) + ":" + f.owner + ":" + strconv.FormatInt(n, 10)
+}
+
+// hold registers a push's hold on the run in the shared registry and
 // brings the run up to date with what the fleet knows of it. A run that is
 // closing or closed anywhere comes back as errRunClosed.
-func (g *Registry) holdShared(ctx context.Context, r *run) (string, error) {
-	hold := g.holdName(HoldLease, g.holdSeq.Add(1))
-	sr, found, held, err := g.shared.Hold(ctx, r.ident.key(), hold, holdTTL)
+func (f *redisFleet) hold(ctx context.Context, r *run) (string, error) {
+	hold := f.holdName(HoldLease, f.holdSeq.Add(1))
+	sr, found, held, err := f.shared.Hold(ctx, r.ident.key(), hold, holdTTL)
 	if err != nil {
 		return "", err
 	}
 	if found {
-		g.adopt(r, sr)
+		f.adopt(r, sr)
 	}
 	if !held {
 		r.closedElsewhere()
@@ -103,45 +156,39 @@ func (g *Registry) holdShared(ctx context.Context, r *run) (string, error) {
 		// This collector knows the run but Redis does not: the record's
 		// write failed or it expired. Writing it now keeps the fleet from
 		// creating the run again.
-		g.persist(ctx, r)
+		f.save(ctx, r)
 	}
 	return hold, nil
 }
 
 // unhold lets a push's hold go; one that cannot be let go expires.
-func (g *Registry) unhold(r *run, hold string) {
+func (f *redisFleet) unhold(r *run, hold string) {
 	if hold == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	_ = g.shared.Unhold(ctx, r.ident.key(), hold)
+	_ = f.shared.Unhold(ctx, r.ident.key(), hold)
 }
 
 // holdRetry tells the fleet that data of the run waits in this
 // collector's retry, so that its close-out, wherever it runs, waits for it.
-func (g *Registry) holdRetry(runKey string, token int64) {
-	if g.shared == nil {
-		return
-	}
+func (f *redisFleet) holdRetry(runKey string, token int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	_, _, _, _ = g.shared.Hold(ctx, runKey, g.holdName(HoldRetry, token), holdTTL)
+	_, _, _, _ = f.shared.Hold(ctx, runKey, f.holdName(HoldRetry, token), holdTTL)
 }
 
-func (g *Registry) releaseRetry(runKey string, token int64) {
-	if g.shared == nil {
-		return
-	}
+func (f *redisFleet) releaseRetry(runKey string, token int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	_ = g.shared.Unhold(ctx, runKey, g.holdName(HoldRetry, token))
+	_ = f.shared.Unhold(ctx, runKey, f.holdName(HoldRetry, token))
 }
 
 // adopt takes what the fleet recorded of the run: its id, its Prime Traces
 // routing, and its end, whose close-out this collector then schedules too
 // (one collector claims it).
-func (g *Registry) adopt(r *run, sr SavedRun) {
+func (f *redisFleet) adopt(r *run, sr SavedRun) {
 	r.mu.Lock()
 	if r.id == "" && sr.ID != "" {
 		r.id, r.team = sr.ID, sr.Team
@@ -151,7 +198,7 @@ func (g *Registry) adopt(r *run, sr SavedRun) {
 	ending := sr.State == savedEnding && r.state == stateOpen
 	r.mu.Unlock()
 	if ending {
-		g.requestEnd(r, End{Status: sr.EndState, Reason: sr.EndWhy})
+		f.ending(r, End{Status: sr.EndState, Reason: sr.EndWhy})
 	}
 }
 
@@ -168,114 +215,108 @@ func (r *run) closedElsewhere() {
 	r.dropState()
 }
 
-// createShared creates the run once for the fleet: the collector that
-// claims the identity creates it, the others wait for its id. The record
-// is read again after the claim is won, since the creator before may have
-// let its claim go between this collector's look and its claim.
-func (g *Registry) createShared(ctx context.Context, r *run, c creation) (string, error) {
+// create creates the run once for the fleet: the collector that claims
+// the identity creates it, the others wait for its id. The record is read
+// again after the claim is won, since the creator before may have let its
+// claim go between this collector's look and its claim.
+func (f *redisFleet) create(ctx context.Context, r *run, send func(context.Context) (string, error)) (string, bool, error) {
 	key := r.ident.key()
 	claim := "create:" + key
 	wait, cancel := context.WithTimeout(ctx, createWait)
 	defer cancel()
-	sleep := SleepUnless(g.Stopping)
+	sleep := SleepUnless(f.stopping)
 	for {
-		won, err := g.shared.Claim(ctx, claim, g.owner, createClaimTTL)
+		won, err := f.shared.Claim(ctx, claim, f.owner, createClaimTTL)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
-		sr, found, _, err := g.shared.Hold(ctx, key, "", 0)
+		sr, found, _, err := f.shared.Hold(ctx, key, "", 0)
 		if err != nil {
 			if won {
-				g.unclaim(claim)
+				f.unclaim(claim)
 			}
-			return "", err
+			return "", false, err
 		}
 		if found && sr.ID != "" {
 			if won {
-				g.unclaim(claim)
+				f.unclaim(claim)
 			}
-			g.adopt(r, sr)
-			g.Logger.Info("Joined run created by another collector", zap.Stringer("run", r.ident), zap.String("run_id", sr.ID), g.cfg.Where(sr.ID))
-			return sr.ID, nil
+			f.adopt(r, sr)
+			f.log.Info("Joined run created by another collector", zap.Stringer("run", r.ident), zap.String("run_id", sr.ID), f.cfg.Where(sr.ID))
+			return sr.ID, false, nil
 		}
 		if won {
-			return g.createClaimed(ctx, r, c, claim)
+			return f.createClaimed(ctx, r, send, claim)
 		}
 		if err := sleep(wait, sharedPoll); err != nil {
-			return "", fmt.Errorf("run %s: another collector is creating it and has not finished within %s, so the data is retried: %w", r.ident, createWait, err)
+			return "", false, fmt.Errorf("run %s: another collector is creating it and has not finished within %s, so the data is retried: %w", r.ident, createWait, err)
 		}
 	}
 }
 
 // createClaimed sends the create under the claim. The id is written before
 // the claim goes, so that whoever claims next finds it.
-func (g *Registry) createClaimed(ctx context.Context, r *run, c creation, claim string) (string, error) {
-	id, err := c.send(ctx)
+func (f *redisFleet) createClaimed(ctx context.Context, r *run, send func(context.Context) (string, error), claim string) (string, bool, error) {
+	id, err := send(ctx)
 	if err != nil {
 		// Letting the claim go lets the next push, here or elsewhere, try
 		// at once; after an ambiguous failure that may make the duplicate
-		// createFailed warns of.
-		g.unclaim(claim)
-		return "", g.createFailed(r, err)
+		// the creator warns of.
+		f.unclaim(claim)
+		return "", false, err
 	}
-	r.setID(id, c.team)
-	if err := g.Store.Save(ctx, r.snapshot(savedClosing)); err != nil {
+	if err := f.store.Save(ctx, r.snapshot(savedClosing)); err != nil {
 		// The claim is kept until it expires: the fleet waits for the id,
-		// which this collector's next push writes (holdShared).
-		g.Logger.Warn("Created run but could not record it in the shared run registry; other collectors wait for it until the create claim expires",
+		// which this collector's next push writes (hold).
+		f.log.Warn("Created run but could not record it in the shared run registry; other collectors wait for it until the create claim expires",
 			zap.Stringer("run", r.ident), zap.String("run_id", id), zap.Duration("claim_ttl", createClaimTTL), zap.Error(err))
-		g.Tel.RunEvent("created")
-		return id, nil
+		f.tel.RunEvent("created")
+		return id, false, nil
 	}
-	defer g.unclaim(claim)
-	if sr, found, _, err := g.shared.Hold(ctx, r.ident.key(), "", 0); err == nil && found && sr.ID != "" && sr.ID != id {
+	defer f.unclaim(claim)
+	if sr, found, _, err := f.shared.Hold(ctx, r.ident.key(), "", 0); err == nil && found && sr.ID != "" && sr.ID != id {
 		// The claim expired while the create took longer, and another
 		// collector created the run too: the fleet uses the first, and
 		// this one stays empty.
-		g.Logger.Warn("Another collector created this run while this create took longer than its claim; the data goes to the first, and this one stays empty",
+		f.log.Warn("Another collector created this run while this create took longer than its claim; the data goes to the first, and this one stays empty",
 			zap.Stringer("run", r.ident), zap.String("run_id", sr.ID), zap.String("empty_run_id", id))
 		r.setID(sr.ID, sr.Team)
-		return sr.ID, nil
+		return sr.ID, false, nil
 	}
-	g.created(r, c, id)
-	return id, nil
+	return id, true, nil
 }
 
-func (g *Registry) unclaim(claim string) {
+func (f *redisFleet) unclaim(claim string) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	_ = g.shared.Unclaim(ctx, claim, g.owner)
+	_ = f.shared.Unclaim(ctx, claim, f.owner)
 }
 
-// sharedObject is Lease.Object on a shared store: an upload another
-// collector started (and maybe PUT) is resumed from its record.
-func (l Lease) sharedObject(ctx context.Context, fp uint64, step int64) platform.Object {
-	g, r := l.g, l.r
-	so, found, err := g.shared.Pending(ctx, r.ident.key(), fp)
+// pending resumes an upload another collector started (and maybe PUT)
+// from its record. Without an answer from Redis, what this collector
+// remembers of it is used.
+func (f *redisFleet) pending(ctx context.Context, r *run, fp uint64) (platform.Object, bool) {
+	so, found, err := f.shared.Pending(ctx, r.ident.key(), fp)
 	switch {
 	case err == nil && found:
 		obj := so.object()
 		r.pending.cache().Add(fp, obj)
-		return obj
+		return obj, true
 	case err != nil:
-		if obj, ok := r.pending.cache().Peek(fp); ok {
-			return obj
-		}
+		return r.pending.cache().Peek(fp)
 	}
-	obj := platform.Object{Step: step, Range: g.sharedRange(ctx, r, step)}
-	l.SaveObject(ctx, fp, obj)
-	return obj
+	return platform.Object{}, false
 }
 
-// sharedRange takes the run's next range of step from the fleet's counter.
+// nextRange takes the run's next range of step from the fleet's counter.
 // A created run counts from 0, as a single collector does; an attached run
 // counts from randomRangeLow, since writers outside the fleet (the
 // platform's own SDK) count from 0. Only when Redis fails between a push's
 // first look and its upload is the range drawn at random, above both.
-func (g *Registry) sharedRange(ctx context.Context, r *run, step int64) int64 {
-	n, err := g.shared.Next(ctx, r.ident.key(), "range:"+strconv.FormatInt(step, 10))
+func (f *redisFleet) nextRange(ctx context.Context, r *run, step int64) int64 {
+	n, err := f.shared.Next(ctx, r.ident.key(), "range:"+strconv.FormatInt(step, 10))
 	if err != nil {
-		g.Warn.Warn("range\x00"+r.ident.key(), "Could not take a sample_id range from the shared run registry; this object's range is drawn at random instead",
+		f.warn.Warn("range\x00"+r.ident.key(), "Could not take a sample_id range from the shared run registry; this object's range is drawn at random instead",
 			zap.Stringer("run", r.ident), zap.Int64("step", step), zap.Error(err))
 		return fallbackRangeLow + rand.Int64N(randomRangeHigh-fallbackRangeLow)
 	}
@@ -285,52 +326,49 @@ func (g *Registry) sharedRange(ctx context.Context, r *run, step int64) int64 {
 	return n - 1
 }
 
-func (g *Registry) savePending(ctx context.Context, r *run, fp uint64, obj platform.Object) {
-	if err := g.shared.SavePending(ctx, r.ident.key(), fp, savedObject(obj)); err != nil {
-		g.Warn.Warn("pending\x00"+r.ident.key(), "Could not save an upload's progress to the shared run registry; another collector would upload it again",
+func (f *redisFleet) savePending(ctx context.Context, r *run, fp uint64, obj platform.Object) {
+	if err := f.shared.SavePending(ctx, r.ident.key(), fp, savedObject(obj)); err != nil {
+		f.warn.Warn("pending\x00"+r.ident.key(), "Could not save an upload's progress to the shared run registry; another collector would upload it again",
 			zap.Stringer("run", r.ident), zap.Error(err))
 	}
 }
 
 // dropPending forgets a confirmed upload; one that cannot be forgotten
 // expires, and its episodes are already marked delivered.
-func (g *Registry) dropPending(ctx context.Context, r *run, fp uint64) {
-	_ = g.shared.DropPending(ctx, r.ident.key(), fp)
+func (f *redisFleet) dropPending(ctx context.Context, r *run, fp uint64) {
+	_ = f.shared.DropPending(ctx, r.ident.key(), fp)
 }
 
-// claimCloseOut reports whether this collector closes the run out: the one
+// claimCloseOut says whether this collector closes the run out: the one
 // holding the fleet's claim does. The others look again later, so that a
 // closer that was killed (its claim expires) is replaced; a run closed
 // meanwhile is kept as a tombstone.
-func (g *Registry) claimCloseOut(r *run) bool {
+func (f *redisFleet) claimCloseOut(r *run) claim {
 	r.mu.Lock()
 	done := r.state >= stateClosing
 	r.mu.Unlock()
 	if done {
-		return false
+		return closeNone
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
 	key := r.ident.key()
-	won, err := g.shared.Claim(ctx, "closeout:"+key, g.owner, g.cfg.FinalizeTimeout+closeOutClaimSlack)
+	won, err := f.shared.Claim(ctx, "closeout:"+key, f.owner, f.cfg.FinalizeTimeout+closeOutClaimSlack)
 	if err != nil {
-		g.closeOutLater(r)
-		return false
+		return closeLater
 	}
-	sr, found, _, err := g.shared.Hold(ctx, key, "", 0)
+	sr, found, _, err := f.shared.Hold(ctx, key, "", 0)
 	switch {
 	case err != nil:
 		if won {
-			_ = g.shared.Unclaim(ctx, "closeout:"+key, g.owner)
+			_ = f.shared.Unclaim(ctx, "closeout:"+key, f.owner)
 		}
-		g.closeOutLater(r)
-		return false
+		return closeLater
 	case found && sr.State == savedClosed:
 		r.closedElsewhere()
-		return false
+		return closeNone
 	case !won:
-		g.closeOutLater(r)
-		return false
+		return closeLater
 	}
 	r.mu.Lock()
 	r.closer = true
@@ -349,52 +387,37 @@ func (g *Registry) claimCloseOut(r *run) bool {
 	// close-out waits for are all there are.
 	closing := r.snapshot(savedClosing)
 	closing.State = savedClosing
-	if err := g.Store.Save(ctx, closing); err != nil {
+	if err := f.store.Save(ctx, closing); err != nil {
 		r.mu.Lock()
 		r.closer = false
 		r.mu.Unlock()
-		_ = g.shared.Unclaim(ctx, "closeout:"+key, g.owner)
-		g.closeOutLater(r)
-		return false
+		_ = f.shared.Unclaim(ctx, "closeout:"+key, f.owner)
+		return closeLater
 	}
-	return true
+	return closeNow
 }
 
-// closeOutLater tries the close-out again after a pause, unless the
-// collector is shutting down.
-func (g *Registry) closeOutLater(r *run) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	select {
-	case <-g.stop:
-		return
-	default:
-	}
-	if r.state >= stateClosing {
-		return
-	}
-	g.closeouts.Add(1)
-	r.endTimer = time.AfterFunc(closeOutRetryPause, func() {
-		defer g.closeouts.Done()
-		g.closeOut(r)
-	})
-}
+// shareEnd records the run's end in the shared registry, so that the
+// fleet sees it ending.
+func (f *redisFleet) shareEnd(ctx context.Context, r *run) { f.save(ctx, r) }
 
-// fleetQuiet reports whether no collector holds the run: no push in flight
+// quiet reports whether no collector holds the run: no push in flight
 // and no data in a retry. Not knowing counts as not quiet.
-func (g *Registry) fleetQuiet(r *run) bool {
+func (f *redisFleet) quiet(r *run) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	leases, retries, err := g.shared.Holds(ctx, r.ident.key())
+	leases, retries, err := f.shared.Holds(ctx, r.ident.key())
 	return err == nil && leases == 0 && retries == 0
 }
+
+func (*redisFleet) poll() time.Duration { return sharedPoll }
 
 // awaitLeases waits, within the close-out's bound, for the pushes other
 // collectors had in flight when the run was marked closing: their data
 // lands before the terminal status. No push can start after that mark.
-func (g *Registry) awaitLeases(ctx context.Context, r *run) {
+func (f *redisFleet) awaitLeases(ctx context.Context, r *run) {
 	for {
-		leases, _, err := g.shared.Holds(ctx, r.ident.key())
+		leases, _, err := f.shared.Holds(ctx, r.ident.key())
 		if err == nil && leases == 0 {
 			return
 		}
@@ -402,13 +425,13 @@ func (g *Registry) awaitLeases(ctx context.Context, r *run) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			g.Logger.Warn("Closing out a run whose last data is still being sent by another collector", zap.Stringer("run", r.ident), zap.String("run_id", r.platformID()))
+			f.log.Warn("Closing out a run whose last data is still being sent by another collector", zap.Stringer("run", r.ident), zap.String("run_id", r.platformID()))
 			return
-		case <-g.Stopping:
+		case <-f.stopping:
 			// A collector shutting down closes out now rather than wait
 			// past its shutdown deadline for a peer that may be gone.
 			t.Stop()
-			g.Logger.Warn("Closing out a run at shutdown while another collector still holds some of its data", zap.Stringer("run", r.ident), zap.String("run_id", r.platformID()))
+			f.log.Warn("Closing out a run at shutdown while another collector still holds some of its data", zap.Stringer("run", r.ident), zap.String("run_id", r.platformID()))
 			return
 		case <-t.C:
 		}
@@ -417,12 +440,12 @@ func (g *Registry) awaitLeases(ctx context.Context, r *run) {
 
 // seenElsewhere reports whether another collector of the fleet took data
 // for the run within idle_timeout, so that the run is not idle.
-func (g *Registry) seenElsewhere(r *run) bool {
+func (f *redisFleet) seenElsewhere(r *run) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	sr, found, _, err := g.shared.Hold(ctx, r.ident.key(), "", 0)
+	sr, found, _, err := f.shared.Hold(ctx, r.ident.key(), "", 0)
 	if err != nil {
 		return true // unknown: look again next round
 	}
-	return found && time.Since(sr.SeenAt) < g.cfg.IdleTimeout
+	return found && time.Since(sr.SeenAt) < f.cfg.IdleTimeout
 }

@@ -19,9 +19,22 @@ import (
 // that every batch of that run does not repeat the request.
 const refusalBackoff = 10 * time.Minute
 
+// creator gives a run its platform id once, whichever its kind (a training
+// run, an evaluation): it attaches to an existing one or creates it, once
+// for the fleet, and remembers a refusal.
+type creator struct {
+	cfg   Config
+	api   platform.Runs
+	evals platform.Evals
+	log   *zap.Logger
+	tel   Telemetry
+	now   func() time.Time
+	fleet fleet
+}
+
 // ensure returns the run's platform id, attaching or creating it once. A
 // run that can never be created comes back as a *reject.Rejection.
-func (g *Registry) ensure(ctx context.Context, r *run, res pcommon.Resource) (string, error) {
+func (c *creator) ensure(ctx context.Context, r *run, res pcommon.Resource) (string, error) {
 	if id := r.platformID(); id != "" {
 		return id, nil
 	}
@@ -33,44 +46,47 @@ func (g *Registry) ensure(ctx context.Context, r *run, res pcommon.Resource) (st
 	if id != "" {
 		return id, nil
 	}
-	if refusal != nil && g.now().Sub(refusedAt) < refusalBackoff {
+	if refusal != nil && c.now().Sub(refusedAt) < refusalBackoff {
 		return "", refused(r.ident, refusal)
 	}
-
 	if r.ident.attach {
-		team, _, _ := stringAttr(res.Attributes(), AttrRunTeamID)
-		team = cmp.Or(team, g.cfg.TeamID)
-		where, msg := g.cfg.Where, "Attached to run"
-		if r.ident.eval {
-			// Attaching to an evaluation makes no request, online or off.
-			where, msg = g.cfg.WhereEval, "Attached to evaluation"
-		} else if err := g.API.AttachRun(ctx, r.ident.value, platform.Origin{Identity: r.ident.String(), TeamID: team}); err != nil {
-			return "", refused(r.ident, fmt.Errorf("attach to run %s: %w", r.ident, err))
-		}
-		r.setID(r.ident.value, team)
-		g.persist(ctx, r)
-		g.Tel.RunEvent("attached")
-		g.Logger.Info(msg, zap.Stringer("run", r.ident), zap.String("run_id", r.ident.value), where(r.ident.value))
-		return r.ident.value, nil
+		return c.attach(ctx, r, res)
 	}
 
-	c, err := g.creation(r, res)
+	cr, err := c.creation(r, res)
 	if err != nil {
 		return "", err
 	}
-	if g.shared != nil {
-		return g.createShared(ctx, r, c)
+	id, created, err := c.fleet.create(ctx, r, func(ctx context.Context) (string, error) {
+		id, err := cr.send(ctx)
+		if err != nil {
+			return "", c.failed(r, err)
+		}
+		r.setID(id, cr.team)
+		return id, nil
+	})
+	if created {
+		c.created(r, cr, id)
 	}
-	created, err := c.send(ctx)
-	if err != nil {
-		return "", g.createFailed(r, err)
+	return id, err
+}
+
+// attach takes the run's own id: an existing run, which needs no create.
+func (c *creator) attach(ctx context.Context, r *run, res pcommon.Resource) (string, error) {
+	team, _, _ := stringAttr(res.Attributes(), AttrRunTeamID)
+	team = cmp.Or(team, c.cfg.TeamID)
+	where, msg := c.cfg.Where, "Attached to run"
+	if r.ident.eval {
+		// Attaching to an evaluation makes no request, online or off.
+		where, msg = c.cfg.WhereEval, "Attached to evaluation"
+	} else if err := c.api.AttachRun(ctx, r.ident.value, platform.Origin{Identity: r.ident.String(), TeamID: team}); err != nil {
+		return "", refused(r.ident, fmt.Errorf("attach to run %s: %w", r.ident, err))
 	}
-	r.setID(created, c.team)
-	// Saved at once: the window in which a crash costs a second run is
-	// the time between the platform's answer and this write.
-	g.persist(ctx, r)
-	g.created(r, c, created)
-	return created, nil
+	r.setID(r.ident.value, team)
+	c.fleet.save(ctx, r)
+	c.tel.RunEvent("attached")
+	c.log.Info(msg, zap.Stringer("run", r.ident), zap.String("run_id", r.ident.value), where(r.ident.value))
+	return r.ident.value, nil
 }
 
 // creation is a run's create, whichever its kind: the request to send
@@ -86,43 +102,43 @@ type creation struct {
 
 // creation builds the run's create from its resource; a run that can
 // never be created comes back as a *reject.Rejection.
-func (g *Registry) creation(r *run, res pcommon.Resource) (creation, error) {
+func (c *creator) creation(r *run, res pcommon.Resource) (creation, error) {
 	if r.ident.eval {
-		return g.evalCreation(r, res)
+		return c.evalCreation(r, res)
 	}
-	req, err := buildCreateRequest(res, g.cfg.Defaults, g.cfg.TeamID)
+	req, err := buildCreateRequest(res, c.cfg.Defaults, c.cfg.TeamID)
 	if err != nil {
 		return creation{}, refused(r.ident, fmt.Errorf("run %s: %w", r.ident, err))
 	}
-	if req.TeamID == "" && g.cfg.RequireTeam {
+	if req.TeamID == "" && c.cfg.RequireTeam {
 		// The platform's own SDK refuses to create a run without a team;
 		// sending the create anyway would only earn a refusal per batch.
 		return creation{}, reject.New(reject.NoTeam, AttrRunTeamID, "run %s has no team: set the resource attribute %s or the exporter's team_id", r.ident, AttrRunTeamID)
 	}
 	return creation{
-		team: req.TeamID, model: req.BaseModel, where: g.cfg.Where,
+		team: req.TeamID, model: req.BaseModel, where: c.cfg.Where,
 		send: func(ctx context.Context) (string, error) {
-			created, err := g.API.CreateRun(ctx, req, platform.Origin{Identity: r.ident.String(), TeamID: req.TeamID})
+			created, err := c.api.CreateRun(ctx, req, platform.Origin{Identity: r.ident.String(), TeamID: req.TeamID})
 			return created.ID, err
 		},
 	}, nil
 }
 
 // created counts and logs a create that landed.
-func (g *Registry) created(r *run, c creation, id string) {
-	g.Tel.RunEvent("created")
+func (c *creator) created(r *run, cr creation, id string) {
+	c.tel.RunEvent("created")
 	msg := "Created run"
 	if r.ident.eval {
 		msg = "Created evaluation"
 	}
-	g.Logger.Info(msg, zap.Stringer("run", r.ident), zap.String("run_id", id), zap.String("model", c.model), c.where(id))
+	c.log.Info(msg, zap.Stringer("run", r.ident), zap.String("run_id", id), zap.String("model", cr.model), cr.where(id))
 }
 
-// createFailed classifies a failed create. Create is not replayable: after
-// an ambiguous failure the data stays queued and the next attempt creates
+// failed classifies a failed create. Create is not replayable: after an
+// ambiguous failure the data stays queued and the next attempt creates
 // again, since losing a run's telemetry is worse than an orphaned empty
 // run.
-func (g *Registry) createFailed(r *run, err error) error {
+func (c *creator) failed(r *run, err error) error {
 	err = fmt.Errorf("run %s: %w", r.ident, err)
 	rerr, ok := rft.AsError(err)
 	switch {
@@ -131,12 +147,12 @@ func (g *Registry) createFailed(r *run, err error) error {
 		// know, stays refused: asking again per batch changes nothing.
 		if ok && (rerr.Class == rft.ClassForbidden || r.ident.eval) {
 			r.mu.Lock()
-			r.refusal, r.refusedAt = err, g.now()
+			r.refusal, r.refusedAt = err, c.now()
 			r.mu.Unlock()
 		}
 		return refused(r.ident, err)
 	case ok && rerr.Ambiguous():
-		g.Logger.Warn("Create run failed after the request may have reached the platform; it will be created again, so a duplicate, empty run may exist",
+		c.log.Warn("Create run failed after the request may have reached the platform; it will be created again, so a duplicate, empty run may exist",
 			zap.Stringer("run", r.ident), zap.Error(err))
 	}
 	return platform.Retryable(err)

@@ -1,4 +1,4 @@
-package primeexporter
+package runs_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft"
@@ -102,7 +103,7 @@ type node struct {
 	health chan error
 }
 
-func newNode(t *testing.T, srv *redisServer, api *countingRuns, edits ...func(*runs.Config)) *node {
+func newNode(t *testing.T, srv *redistest.Server, api *countingRuns, edits ...func(*runs.Config)) *node {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	logger := zap.New(core)
@@ -113,7 +114,7 @@ func newNode(t *testing.T, srv *redisServer, api *countingRuns, edits ...func(*r
 		default:
 		}
 	}
-	c.store = runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.addr(), Prefix: "test", Logger: logger, Health: health})
+	c.store = runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.Addr(), Prefix: "test", Logger: logger, Health: health})
 	cfg := runs.Config{
 		RequireTeam: true, TeamID: "team-1", FinalizeTimeout: 5 * time.Second,
 		Defaults: runs.Defaults{Model: "Qwen/Qwen3-8B"},
@@ -130,14 +131,14 @@ func newNode(t *testing.T, srv *redisServer, api *countingRuns, edits ...func(*r
 }
 
 // redisClient is a test's own view of the shared Redis.
-func redisClient(t *testing.T, srv *redisServer) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: srv.addr(), DisableIdentity: true})
+func redisClient(t *testing.T, srv *redistest.Server) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
 func TestTwoRegistriesOnOneRedisCreateARunOnceForConcurrentFirstData(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.New(t)
 	api := &countingRuns{delay: 100 * time.Millisecond}
 	a, b := newNode(t, srv, api), newNode(t, srv, api)
 	ctx := context.Background()
@@ -166,7 +167,7 @@ func TestTwoRegistriesOnOneRedisCreateARunOnceForConcurrentFirstData(t *testing.
 }
 
 func TestAClaimLeftByACrashedCreatorExpiresAndTheNextCollectorCreates(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.New(t)
 	api := &countingRuns{}
 	a := newNode(t, srv, api)
 	ctx := context.Background()
@@ -185,7 +186,7 @@ func TestAClaimLeftByACrashedCreatorExpiresAndTheNextCollectorCreates(t *testing
 }
 
 func TestRangesFromTwoRegistriesForOneRunAndStepNeverCollide(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.New(t)
 	api := &countingRuns{}
 	a, b := newNode(t, srv, api), newNode(t, srv, api)
 	ctx := context.Background()
@@ -239,7 +240,7 @@ func TestRangesFromTwoRegistriesForOneRunAndStepNeverCollide(t *testing.T) {
 }
 
 func TestARunEndedThroughOneRegistryIsClosedOutOnceAndTheOtherRefusesItsLaterData(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.New(t)
 	api := &countingRuns{}
 	a, b := newNode(t, srv, api), newNode(t, srv, api)
 	ctx := context.Background()
@@ -264,12 +265,12 @@ func TestARunEndedThroughOneRegistryIsClosedOutOnceAndTheOtherRefusesItsLaterDat
 }
 
 func TestWhileRedisIsDownAcquireIsRetryableAndCreatesNothingThenTheRunIsCreatedOnce(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.New(t)
 	api := &countingRuns{}
 	a := newNode(t, srv, api)
 	ctx := context.Background()
 
-	srv.stop()
+	srv.Stop()
 	_, err := a.reg.Acquire(ctx, keyedResource("outage"), runs.SignalMetrics, 1)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, runs.ErrSkipped, "the data is not dropped")
@@ -279,7 +280,7 @@ func TestWhileRedisIsDownAcquireIsRetryableAndCreatesNothingThenTheRunIsCreatedO
 	require.Error(t, <-a.health, "the outage is reported")
 	assert.Equal(t, 1, a.logs.FilterMessageSnippet("does not answer").Len())
 
-	srv.start()
+	srv.Start()
 	l, err := a.reg.Acquire(ctx, keyedResource("outage"), runs.SignalMetrics, 1)
 	require.NoError(t, err)
 	l.Release()
@@ -288,38 +289,8 @@ func TestWhileRedisIsDownAcquireIsRetryableAndCreatesNothingThenTheRunIsCreatedO
 	assert.Equal(t, 1, creates)
 }
 
-func TestTheSharedRecordOnlyMovesForward(t *testing.T) {
-	srv := startRedis(t)
-	s := runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.addr(), Prefix: "test"})
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	ctx := context.Background()
-	key := "key\x00fwd"
-	base := runs.SavedRun{Key: key, Source: runs.AttrRunKey, Value: "fwd"}
-
-	first := base
-	first.ID, first.State, first.EndState = "run-1", "closed", runs.StatusFailed
-	require.NoError(t, s.Save(ctx, first))
-	later := base
-	later.ID, later.State, later.EndState = "run-2", "ending", runs.StatusCompleted
-	later.Traces.OnTable = true
-	require.NoError(t, s.Save(ctx, later))
-
-	sr, found, held, err := s.Hold(ctx, key, "l:x:1", time.Minute)
-	require.NoError(t, err)
-	require.True(t, found)
-	assert.False(t, held, "a closed run takes no hold")
-	assert.Equal(t, "run-1", sr.ID, "the first id stays")
-	assert.Equal(t, "closed", sr.State, "a state never goes back")
-	assert.Equal(t, runs.StatusFailed, sr.EndState, "the first end wins")
-	assert.True(t, sr.Traces.OnTable, "a Prime Traces flag only turns on")
-
-	saved, err := s.Load(ctx)
-	require.NoError(t, err)
-	assert.Empty(t, saved, "a closed run has nothing left to close out")
-}
-
 func TestEverySharedKeyExpiresAsTheDocSays(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.New(t)
 	api := &countingRuns{}
 	a := newNode(t, srv, api)
 	rc := redisClient(t, srv)
@@ -345,20 +316,8 @@ func TestEverySharedKeyExpiresAsTheDocSays(t *testing.T) {
 	assert.Equal(t, time.Duration(-2), ttl("test:claim:create:key:ttl"), "the create claim is let go after the create")
 }
 
-func TestAnErrorFromRedisIsNamedAndNeverPermanent(t *testing.T) {
-	srv := startRedis(t)
-	s := runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.addr()})
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	srv.stop()
-	_, err := s.Delivered(context.Background(), "key\x00x", []uint64{1})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "shared run registry (redis "+srv.addr()+")")
-	assert.False(t, consumererror.IsPermanent(err))
-	assert.NotErrorIs(t, err, runs.ErrSkipped)
-}
-
 func TestARunIsIdleOnlyWhenNoCollectorOfTheFleetTookItsData(t *testing.T) {
-	srv := startRedis(t)
+	srv := redistest.New(t)
 	api := &countingRuns{}
 	idle := func(c *runs.Config) { c.IdleTimeout = 400 * time.Millisecond }
 	a, b := newNode(t, srv, api, idle), newNode(t, srv, api, idle)

@@ -1,0 +1,38 @@
+package upload
+
+import (
+	"context"
+
+	"github.com/primeintellect/primeexporter/internal/platform"
+)
+
+// Ledger is what the uploader reads and records about a push's run; the
+// run lifecycle's lease (runs.Lease) is one, and the tests use a fake.
+type Ledger interface {
+	// ID is the platform run the objects and documents go to; Team is the
+	// team Prime Traces is sent for. Count adds to the run's counts for its
+	// close-out line.
+	ID() string
+	Team() string
+	Count(name string, n int64)
+
+	// Delivered reports which fingerprints a sink committed before;
+	// MarkDelivered records those it committed now.
+	Delivered(ctx context.Context, fps []uint64) ([]bool, error)
+	MarkDelivered(ctx context.Context, fps []uint64)
+
+	// Object returns the object's pending upload, or starts one with a new
+	// sample_id range, saved at once; SaveObject records its progress and
+	// ObjectDone its confirm (its episodes delivered, nothing pending).
+	Object(ctx context.Context, fp uint64, step int64) platform.Object
+	SaveObject(ctx context.Context, fp uint64, obj platform.Object)
+	ObjectDone(ctx context.Context, fp uint64, episodes []uint64, bytes int)
+
+	// DocumentsOnTable says the run's documents go to the sample table,
+	// not Prime Traces; TracesCommitted records a batch Prime Traces
+	// committed; MoveDocumentsToTable switches the run to the table unless
+	// Prime Traces already committed some of it.
+	DocumentsOnTable() bool
+	TracesCommitted(ctx context.Context)
+	MoveDocumentsToTable(ctx context.Context) (onTable, switched bool)
+}

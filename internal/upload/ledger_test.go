@@ -1,0 +1,154 @@
+package upload
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/primeintellect/primeexporter/internal/platform"
+)
+
+// journal is what the uploader asked of the ledger and the sink, in order.
+type journal struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (j *journal) add(format string, args ...any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lines = append(j.lines, fmt.Sprintf(format, args...))
+}
+
+// take returns the lines so far and starts anew.
+func (j *journal) take() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := j.lines
+	j.lines = nil
+	return out
+}
+
+// fakeLedger is a run's ledger in memory, as a lease keeps it: delivered
+// fingerprints, pending uploads, a range counter per step, the run's
+// counts and its document routing. It writes what it is asked into its
+// journal.
+type fakeLedger struct {
+	journal *journal
+
+	mu        sync.Mutex
+	delivered map[uint64]bool
+	pending   map[uint64]platform.Object
+	ranges    map[int64]int64
+	counts    map[string]int64
+	onTable   bool
+	committed bool
+}
+
+var _ Ledger = (*fakeLedger)(nil)
+
+func newFakeLedger() *fakeLedger {
+	return &fakeLedger{journal: &journal{}, delivered: map[uint64]bool{}, pending: map[uint64]platform.Object{},
+		ranges: map[int64]int64{}, counts: map[string]int64{}}
+}
+
+func (*fakeLedger) ID() string   { return "run-1" }
+func (*fakeLedger) Team() string { return "team-1" }
+
+func (f *fakeLedger) Count(name string, n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.counts[name] += n
+}
+
+func (f *fakeLedger) Delivered(_ context.Context, fps []uint64) ([]bool, error) {
+	f.journal.add("delivered? %d", len(fps))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]bool, len(fps))
+	for i, fp := range fps {
+		out[i] = f.delivered[fp]
+	}
+	return out, nil
+}
+
+func (f *fakeLedger) MarkDelivered(_ context.Context, fps []uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fp := range fps {
+		f.delivered[fp] = true
+	}
+}
+
+func (f *fakeLedger) Object(_ context.Context, fp uint64, step int64) platform.Object {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if obj, ok := f.pending[fp]; ok {
+		f.journal.add("object of step %d: resumed, range %d", step, obj.Range)
+		return obj
+	}
+	obj := platform.Object{Step: step, Range: f.ranges[step]}
+	f.ranges[step]++
+	f.pending[fp] = obj
+	f.journal.add("object of step %d: new, range %d, saved", step, obj.Range)
+	return obj
+}
+
+func (f *fakeLedger) SaveObject(_ context.Context, fp uint64, obj platform.Object) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending[fp] = obj
+	f.journal.add("save: %s", progress(obj))
+}
+
+func (f *fakeLedger) ObjectDone(ctx context.Context, fp uint64, episodes []uint64, _ int) {
+	f.MarkDelivered(ctx, episodes)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pending, fp)
+	f.journal.add("done: %d episodes delivered", len(episodes))
+}
+
+func (f *fakeLedger) DocumentsOnTable() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.onTable
+}
+
+func (f *fakeLedger) TracesCommitted(context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.committed = true
+}
+
+func (f *fakeLedger) MoveDocumentsToTable(context.Context) (onTable, switched bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.committed || f.onTable {
+		return f.onTable, false
+	}
+	f.onTable = true
+	return true, true
+}
+
+// pendingObjects are the uploads the ledger still holds.
+func (f *fakeLedger) pendingObjects() []platform.Object {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []platform.Object
+	for _, obj := range f.pending {
+		out = append(out, obj)
+	}
+	return out
+}
+
+// progress says how far an upload got.
+func progress(obj platform.Object) string {
+	switch {
+	case obj.Put:
+		return "put"
+	case obj.URL != "":
+		return "presigned"
+	}
+	return "new"
+}

@@ -1,0 +1,40 @@
+package primeexporter
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/primeintellect/primeexporter/internal/upload"
+)
+
+// samplesSink takes one resource's prime.episode records to the run's
+// sample table (telemetry.md §3): each is mapped to its row as the push
+// reads it, then a step's rows go up as Parquet objects through presign →
+// PUT → confirm. The mapping, the objects and the ledger of what was
+// delivered live in internal/upload; this is the push's side of it: which
+// records went where, and which go back to the collector.
+type samplesSink struct {
+	up    *upload.Uploader
+	batch *upload.Batch
+}
+
+func newSamplesSink(up *upload.Uploader) samplesSink {
+	return samplesSink{up: up, batch: upload.NewBatch()}
+}
+
+// accept maps one record into its step's rows; what cannot be a row is
+// counted and logged there.
+func (s samplesSink) accept(l upload.Ledger, lr plog.LogRecord, loc upload.Loc) {
+	s.up.Accept(l, s.batch, lr, loc)
+}
+
+// send uploads the rows and returns the records to hand back. With the
+// platform down (the push's earlier posts said so) nothing is attempted:
+// every record goes back unsent, as the rest of the push does.
+func (s samplesSink) send(ctx context.Context, l upload.Ledger, platformDown bool) (map[upload.Loc]bool, error) {
+	if platformDown {
+		return s.batch.Locs(), nil
+	}
+	return s.up.Upload(ctx, l, s.batch)
+}
