@@ -54,6 +54,7 @@ func TestAnEmptyConfigGivesExactlyTheDefaults(t *testing.T) {
 	assert.Nil(t, cfg.Storage)
 	assert.True(t, cfg.QueueConfig.HasValue(), "the sending queue is on by default")
 	assert.True(t, cfg.RetryConfig.Enabled)
+	assert.Zero(t, cfg.RetryConfig.MaxElapsedTime, "retry_on_failure never gives up on a retryable failure")
 	assert.Equal(t, TracesConfig{Endpoint: "https://prime-traces.pintel.dev", Routing: RoutingExclusive}, cfg.Traces, "Prime Traces is opt-in")
 }
 

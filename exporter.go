@@ -2,7 +2,6 @@ package primeexporter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -13,7 +12,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
+	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/queuefill"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft"
@@ -29,6 +30,9 @@ type primeExporter struct {
 	logger   *zap.Logger
 	tel      *telemetry
 	opts     options
+	// queues reads both signals' sending queue fill, for the outage
+	// warning.
+	queues queuefill.Queues
 
 	// onLastShutdown removes the exporter from its factory's share, so a
 	// reload builds a fresh one.
@@ -60,6 +64,7 @@ type options struct {
 	client []func(*rft.Options)
 	traces []func(*rft.TracesOptions)
 	runs   []runs.Option
+	outage []outage.Option
 }
 
 // withClientOptions adjusts the platform client's options before it is
@@ -72,6 +77,11 @@ func withClientOptions(f func(*rft.Options)) option {
 // built.
 func withTracesOptions(f func(*rft.TracesOptions)) option {
 	return func(o *options) { o.traces = append(o.traces, f) }
+}
+
+// withOutageOptions passes options to the outage watches (e.g. a clock).
+func withOutageOptions(opts ...outage.Option) option {
+	return func(o *options) { o.outage = append(o.outage, opts...) }
 }
 
 // withRunsOptions passes options to the run registry.
@@ -158,9 +168,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	}
 	deps.Store = store
 	b.reg, b.evals = runs.New(rc, deps, e.opts.runs...), deps.Evals
-	if err := b.reg.Restore(ctx); err != nil {
-		return errors.Join(fmt.Errorf("storage: restoring runs: %w", err), store.Close(ctx))
-	}
+	b.reg.Restore(ctx)
 	b.uploader = upload.New(upload.Config{
 		StepInterval: e.cfg.Samples.StepInterval, MaxEpisodeBytes: e.cfg.Samples.MaxEpisodeBytes, MaxObjectBytes: e.cfg.Samples.MaxObjectBytes,
 		Traces: traces, Exclusive: e.cfg.Traces.Routing == RoutingExclusive,
@@ -203,7 +211,7 @@ func (e *primeExporter) onlineBackend(ctx context.Context, host component.Host) 
 	if e.cfg.TeamID == "" {
 		e.logger.Warn("No team_id is configured: runs whose resource has no prime.run.team_id cannot be created, and their data is rejected (reason no_team); attached runs need none")
 	}
-	return platform.NewOnline(client, host, e.logger), nil
+	return platform.NewOnline(client, host, e.logger, e.outageOptions()...), nil
 }
 
 // onlineTraces builds the Prime Traces client. Prime Traces is another
@@ -229,7 +237,26 @@ func (e *primeExporter) onlineTraces() (*platform.OnlineTraces, error) {
 		return nil, fmt.Errorf("traces: %w", err)
 	}
 	e.logger.Info("Prime Traces is on: episode documents go to "+c.Endpoint(), zap.String("routing", string(e.cfg.Traces.Routing)))
-	return platform.NewOnlineTraces(c), nil
+	return platform.NewOnlineTraces(c, e.logger, e.outageOptions()...), nil
+}
+
+// tapQueue gives a signal's exporterhelper the meter provider through which
+// the exporter reads that signal's queue fill.
+func (e *primeExporter) tapQueue(set exporter.Settings, signal string) exporter.Settings {
+	set.MeterProvider = e.queues.Tap(signal, set.MeterProvider)
+	return set
+}
+
+// outageOptions make the outage warning say how full the sending queues
+// are, in the queue's sizer.
+func (e *primeExporter) outageOptions() []outage.Option {
+	unit := "requests"
+	if q := e.cfg.QueueConfig.Get(); q != nil {
+		unit = q.Sizer.String()
+	}
+	return append([]outage.Option{outage.WithBacklog(func() []zap.Field {
+		return []zap.Field{zap.String("queue", e.queues.Describe(context.Background(), unit))}
+	})}, e.opts.outage...)
 }
 
 // openStore opens the storage extension's client, or says plainly what a
@@ -253,9 +280,27 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 	}
 	client, err := se.GetClient(ctx, component.KindExporter, e.settings.ID, "runs")
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		// A store that cannot be opened (a damaged file) must not stop the
+		// collector: it would only start again into the same error.
+		e.logger.Error("Cannot open the run registry in storage: the exporter goes on without it, as without storage (a restart forgets its runs, and runs created before are created again); move the damaged file aside, or set the file_storage extension's recreate: true",
+			zap.String("storage", e.cfg.Storage.String()), zap.Error(err))
+		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(fmt.Errorf("storage: %w", err)))
+		return runs.NewMemStore(), nil
 	}
-	return runs.NewExtensionStore(client), nil
+	return runs.NewExtensionStore(client, runs.ExtensionOptions{Logger: e.logger, Name: e.cfg.Storage.String(), Health: statusHealth(host)}), nil
+}
+
+// statusHealth turns a store's health into the exporter's component
+// status, so that a health check sees what holds data back or puts it at
+// risk: a recoverable error while the store fails, OK when it answers.
+func statusHealth(host component.Host) func(error) {
+	return func(err error) {
+		if err != nil {
+			componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+			return
+		}
+		componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
+	}
 }
 
 // sharedStore is the fleet's run registry in Redis. It connects on first
@@ -267,14 +312,7 @@ func (e *primeExporter) sharedStore(rc RedisConfig, host component.Host) runs.St
 		zap.String("endpoint", rc.Endpoint), zap.Int("db", rc.DB), zap.String("prefix", rc.Prefix))
 	return runs.NewRedisStore(runs.RedisOptions{
 		Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix,
-		Logger: e.logger,
-		Health: func(err error) {
-			if err != nil {
-				componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
-				return
-			}
-			componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
-		},
+		Logger: e.logger, Health: statusHealth(host),
 	})
 }
 

@@ -53,10 +53,17 @@ func createDefaultConfig() component.Config {
 	keepalive := confighttp.NewDefaultKeepaliveClientConfig()
 	keepalive.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	client.Keepalive = configoptional.Some(keepalive)
+	// Never give up on a retryable failure (exporterhelper's default gives
+	// up after 5 minutes, dropping data the trainer was told is accepted):
+	// the sending queue bounds memory, since a full queue refuses at the
+	// receiver and the trainer's SDK retries at the source. Permanent
+	// refusals are dropped at once all the same.
+	retry := configretry.NewDefaultBackOffConfig()
+	retry.MaxElapsedTime = 0
 	return &Config{
 		ClientConfig: client,
 		QueueConfig:  configoptional.Some(defaultQueueConfig()),
-		RetryConfig:  configretry.NewDefaultBackOffConfig(),
+		RetryConfig:  retry,
 		FrontendURL:  defaultFrontendURL,
 		Mode:         ModeOnline,
 		Directory:    "prime-runs",
@@ -137,13 +144,13 @@ func (s *share) get(cfg *Config, set exporter.Settings) (*primeExporter, error) 
 
 func (s *share) createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
 	return buildSignal(s, set, c, func(e *primeExporter) (exporter.Metrics, error) {
-		return exporterhelper.NewMetrics(ctx, set, c, e.pushMetrics, helperOptions(e)...)
+		return exporterhelper.NewMetrics(ctx, e.tapQueue(set, "metrics"), c, e.pushMetrics, helperOptions(e)...)
 	}, func(m exporter.Metrics, n stopNotifier) exporter.Metrics { return stoppingMetrics{m, n} })
 }
 
 func (s *share) createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
 	return buildSignal(s, set, c, func(e *primeExporter) (exporter.Logs, error) {
-		return exporterhelper.NewLogs(ctx, set, c, e.pushLogs, helperOptions(e)...)
+		return exporterhelper.NewLogs(ctx, e.tapQueue(set, "logs"), c, e.pushLogs, helperOptions(e)...)
 	}, func(l exporter.Logs, n stopNotifier) exporter.Logs { return stoppingLogs{l, n} })
 }
 

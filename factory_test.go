@@ -2,6 +2,8 @@ package primeexporter
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,10 +13,12 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pipeline"
 
+	"github.com/primeintellect/primeexporter/rft"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -93,4 +97,58 @@ func TestTheDefaultAPIClientKeepsAnIdleConnectionForEveryRunAPushSendsAtOnce(t *
 	require.NotNil(t, ka, "keep-alive on")
 	// Four queue consumers (the default), each sending maxRunsAtOnce runs.
 	assert.GreaterOrEqual(t, ka.MaxIdleConnsPerHost, 4*maxRunsAtOnce)
+}
+
+// The default retry_on_failure never gives up on a failure that may pass
+// (max_elapsed_time 0, where exporterhelper's own default drops the data
+// after 5 minutes), and never retries the platform's refusals.
+func TestTheDefaultRetryOutlastsAnOutageAndNeverRetriesARefusal(t *testing.T) {
+	def := createDefaultConfig().(*Config).RetryConfig
+	assert.Zero(t, def.MaxElapsedTime, "no limit: the queue bounds memory")
+	assert.Equal(t, 5*time.Minute, configretry.NewDefaultBackOffConfig().MaxElapsedTime, "the helper's default the exporter departs from")
+
+	for _, tt := range []struct {
+		status int
+		posts  int // metrics posts of the step
+		landed bool
+	}{
+		{503, 4, true}, // three failed pushes, then the retry lands
+		{400, 1, false},
+		{403, 1, false},
+		{422, 1, false},
+	} {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			srv := rfttest.NewServer(rfttest.Options{APIKey: testAPIKey})
+			defer srv.Close()
+			// One attempt per push: every retry is exporterhelper's.
+			f := newFactory(withClientOptions(func(o *rft.Options) { o.MaxAttempts = 1 }))
+			cfg := f.CreateDefaultConfig().(*Config)
+			cfg.ClientConfig.Endpoint = srv.BaseURL()
+			cfg.APIKey = configopaque.String(testAPIKey)
+			cfg.TeamID = "team-1"
+			// No queue, so that ConsumeMetrics returns once the retry is
+			// done; only the intervals are shortened.
+			cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
+			cfg.RetryConfig.InitialInterval, cfg.RetryConfig.MaxInterval = time.Millisecond, time.Millisecond
+			ctx := context.Background()
+			me, err := f.CreateMetrics(ctx, exportertest.NewNopSettings(f.Type()), cfg)
+			require.NoError(t, err)
+			require.NoError(t, me.Start(ctx, componenttest.NewNopHost()))
+			defer func() { require.NoError(t, me.Shutdown(ctx)) }()
+			require.NoError(t, me.ConsumeMetrics(ctx, gauges(trainRun("retry"), map[int64]map[string]float64{1: {"loss": 1}})))
+
+			srv.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: tt.status}, rfttest.Fault{Status: tt.status}, rfttest.Fault{Status: tt.status})
+			_ = me.ConsumeMetrics(ctx, gauges(trainRun("retry"), map[int64]map[string]float64{2: {"loss": 0.5}}))
+
+			posts := 0
+			for _, r := range srv.Requests() {
+				if strings.HasSuffix(r.Path, "/rft/metrics") {
+					posts++
+				}
+			}
+			assert.Equal(t, 1+tt.posts, posts, "step 1's post, then step 2's")
+			_, landed := srv.Runs()[0].Metrics[2]
+			assert.Equal(t, tt.landed, landed)
+		})
+	}
 }

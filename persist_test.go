@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
@@ -47,6 +48,8 @@ type restartable struct {
 	platform *rfttest.Server
 	storage  *memStorage
 	edit     func(*Config)
+	// broken, when set, is the storage extension instead of storage.
+	broken component.Component
 }
 
 func newRestartable(t *testing.T, edit func(*Config)) *restartable {
@@ -67,7 +70,11 @@ func (rs *restartable) start() *harness {
 	if rs.edit != nil {
 		rs.edit(cfg)
 	}
-	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: rs.storage}}
+	var ext component.Component = rs.storage
+	if rs.broken != nil {
+		ext = rs.broken
+	}
+	host := &statusHost{Host: extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: ext}}}
 	return newHarnessWithHost(rs.t, rs.platform, cfg, host)
 }
 
@@ -153,4 +160,51 @@ func TestWithoutStorageARestartCreatesASecondRunAndSaysSo(t *testing.T) {
 	h := newHarness(t, nil)
 	assert.Contains(t, h.logText(), "a second run")
 	assert.Contains(t, h.logText(), "random sample_id ranges")
+}
+
+func TestAFullDiskIsARecoverableErrorStatusAndLosesNothingOnceSpaceComesBack(t *testing.T) {
+	rs := newRestartable(t, nil)
+	ctx := context.Background()
+	first := rs.start()
+	rs.storage.client.Fill("/var/lib/otelcol/prime/exporter_prime__runs")
+	require.NoError(t, first.exp.pushLogs(ctx, events(trainRun("full"), episode(10, "a"), metricsEvent(10, map[string]float64{"loss": 1}))),
+		"a push is not failed for the run state it cannot write")
+	assert.Equal(t, []componentstatus.Status{componentstatus.StatusRecoverableError}, first.statuses())
+	assert.Contains(t, first.logText(), "Storage does not take the run registry's writes")
+	assert.Contains(t, first.logText(), "directory=/var/lib/otelcol/prime")
+
+	// Space comes back: the next write takes what waited (the status
+	// clears after writes have gone through for a while: store_backlog_test.go).
+	rs.storage.client.Free()
+	require.NoError(t, first.exp.pushLogs(ctx, events(trainRun("full"), episode(20, "b"))))
+	crash(first)
+
+	second := rs.start()
+	require.NoError(t, second.exp.pushLogs(ctx, events(trainRun("full"), episode(10, "a"), episode(20, "c"), runEnd("completed", ""))))
+	run := second.waitStatus(second.onlyRun().ID, rfttest.StatusCompleted)
+	assert.Len(t, rs.platform.Runs(), 1, "the run created while the disk was full is remembered")
+	assert.Equal(t, []string{"step 10: q-a#0:0", "step 20: q-b#0:0", "step 20: q-c#1:0"}, objects(t, run),
+		"the episode delivered while the disk was full is not uploaded again, and its range is not reused")
+}
+
+// unopenable is a storage extension whose client cannot be opened, as
+// file_storage's for a file bbolt cannot read.
+type unopenable struct {
+	component.StartFunc
+	component.ShutdownFunc
+}
+
+func (unopenable) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
+	return nil, errors.New("invalid database")
+}
+
+func TestARunRegistryThatCannotBeOpenedDoesNotStopTheCollector(t *testing.T) {
+	rs := newRestartable(t, nil)
+	rs.broken = unopenable{}
+	h := rs.start()
+
+	assert.Equal(t, []componentstatus.Status{componentstatus.StatusRecoverableError}, h.statuses())
+	assert.Contains(t, h.logText(), "Cannot open the run registry in storage: the exporter goes on without it")
+	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("unopened"), episode(10, "a"))), "data still goes out")
+	assert.Len(t, rs.platform.Runs(), 1)
 }

@@ -11,4 +11,12 @@
 // production config while a probe samples its RSS and goroutines through
 // /proc and the pprof extension) and the SIGTERM-during-an-outage test, each
 // of which takes minutes. Their sizes come from PRIME_SOAK_* variables.
+// The build tag outage holds the ten-minute platform outage
+// (scripts/outage.sh); CI runs the same scenario for 5 m 45 s, so the e2e
+// run takes more than go test's default timeout of 10 minutes, and
+// scripts/test.sh gives it 30. The build tag chaos holds the chaos tests
+// that CI leaves out (scripts/chaos.sh): kill -9 during finalize_grace and
+// while the finalize is in flight, and of a gateway while its agent replays
+// a backlog; the repeated-kill chaos test (chaos_test.go) runs in CI.
+// The build tag upgradefixtures regenerates testdata/upgrade/.
 package e2e

@@ -15,9 +15,9 @@ import (
 )
 
 // outageConfig is production-shaped: the sending queue on, and
-// retry_on_failure allowed to outlast the outage (max_elapsed_time) while
-// trying often enough (max_interval) that recovery is quick. %d is the
-// queue's num_consumers.
+// retry_on_failure with its default of no time limit, trying often enough
+// (max_interval) that recovery is quick. %d is the queue's num_consumers.
+// The long outage, with the default retry and kills, is longoutage_test.go.
 const outageConfig = `
 receivers:
   otlp:
@@ -36,7 +36,6 @@ exporters:
       enabled: true
       initial_interval: 1s
       max_interval: 5s
-      max_elapsed_time: 10m
     sending_queue:
       enabled: true
       num_consumers: %d

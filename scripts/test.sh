@@ -31,4 +31,4 @@ build_sync
 build_agent
 
 log "end-to-end tests (built collector + demo trainer + fake platform)"
-(cd e2e && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_DEMOTRAINER="$DEMOTRAINER" PRIME_EVALRUNNER="$EVALRUNNER" PRIME_AGENT="$AGENT" PRIME_SYNC="$PRIMESYNC" go test -race -count=1 -v ./... 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)')
+(cd e2e && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_DEMOTRAINER="$DEMOTRAINER" PRIME_EVALRUNNER="$EVALRUNNER" PRIME_AGENT="$AGENT" PRIME_SYNC="$PRIMESYNC" go test -race -count=1 -v -timeout 30m ./... 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)')

@@ -6,8 +6,13 @@ package memstorage
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 )
@@ -16,9 +21,14 @@ import (
 type Client struct {
 	mu   sync.Mutex
 	data map[string][]byte
+	// full is the file a full disk refuses writes to ("" while not full).
+	full string
 }
 
-var _ storage.Client = (*Client)(nil)
+var (
+	_ storage.Client = (*Client)(nil)
+	_ storage.Walker = (*Client)(nil)
+)
 
 // New returns an empty Client.
 func New() *Client { return &Client{data: map[string][]byte{}} }
@@ -29,9 +39,31 @@ func (c *Client) Get(_ context.Context, key string) ([]byte, error) {
 	return c.data[key], nil
 }
 
+// Fill makes every later write fail as a full disk under file does in
+// file_storage (bbolt's write of a page: a *fs.PathError wrapping ENOSPC),
+// and write nothing, until Free.
+func (c *Client) Fill(file string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.full = file
+}
+
+// Free ends Fill: writes are taken again.
+func (c *Client) Free() { c.Fill("") }
+
+func (c *Client) refused() error {
+	if c.full == "" {
+		return nil
+	}
+	return &fs.PathError{Op: "write", Path: c.full, Err: syscall.ENOSPC}
+}
+
 func (c *Client) Set(_ context.Context, key string, value []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.refused(); err != nil {
+		return err
+	}
 	c.data[key] = append([]byte(nil), value...)
 	return nil
 }
@@ -39,12 +71,22 @@ func (c *Client) Set(_ context.Context, key string, value []byte) error {
 func (c *Client) Delete(_ context.Context, key string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.refused(); err != nil {
+		return err
+	}
 	delete(c.data, key)
 	return nil
 }
 
-// Batch runs ops in order, as one transaction would.
+// Batch runs ops in order, as one transaction would: a batch that writes
+// on a full disk writes nothing.
 func (c *Client) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	c.mu.Lock()
+	full := c.refused()
+	c.mu.Unlock()
+	if full != nil && slices.ContainsFunc(ops, func(op *storage.Operation) bool { return op.Type != storage.Get }) {
+		return full
+	}
 	for _, op := range ops {
 		var err error
 		switch op.Type {
@@ -60,6 +102,27 @@ func (c *Client) Batch(ctx context.Context, ops ...*storage.Operation) error {
 		}
 	}
 	return nil
+}
+
+// Walk calls fn for every key in key order, as file_storage's client
+// does, then applies the operations fn returned.
+func (c *Client) Walk(ctx context.Context, fn storage.WalkFunc) error {
+	c.mu.Lock()
+	keys := slices.Sorted(maps.Keys(c.data))
+	c.mu.Unlock()
+	var ops []*storage.Operation
+	for _, k := range keys {
+		v, _ := c.Get(ctx, k)
+		more, err := fn(k, v)
+		ops = append(ops, more...)
+		if errors.Is(err, storage.SkipAll) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return c.Batch(ctx, ops...)
 }
 
 // Close does nothing: the data stays for the next user.

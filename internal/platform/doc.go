@@ -23,17 +23,24 @@
 //     honoured by the request that received it. In-place waits end at the
 //     collector's first shutdown notice, so a drain never waits them out.
 //
-//  2. exporterhelper (retry_on_failure and sending_queue), for everything
-//     longer. A push returns only what did not land (consumererror.NewLogs
-//     / NewMetrics): the steps and objects that failed and, once a failure
-//     says the platform is down (Down: a transport error, 429, 502, 503,
-//     504), everything after them, unsent, so no step overtakes another.
-//     Retryable translates the error: permanent classes (400, 401, 403,
-//     404, a body the client refuses) are dropped and counted, never
-//     retried; a Retry-After becomes exporterhelper's throttle. Every step
-//     of a replayed push is safe to replay: the run is created once, values
-//     already sent and episodes already delivered are left out, and an
-//     object whose PUT succeeded is only confirmed.
+//  2. exporterhelper (retry_on_failure and sending_queue), for
+//     everything longer, with no time limit by default
+//     (max_elapsed_time 0, where exporterhelper's default drops a
+//     request after 5 minutes): the queue bounds memory, since a full
+//     queue refuses at the receiver and the trainer's SDK retries at
+//     the source. A push returns only what did not land
+//     (consumererror.NewLogs / NewMetrics): the steps and objects that
+//     failed and, once a failure says the platform is down (Down: a
+//     transport error, 429, 502, 503, 504), everything after them,
+//     unsent, so no step overtakes another. Retryable translates the
+//     error: permanent classes (400, 401, 403, 404, a body the client
+//     refuses) are dropped and counted, never retried; a Retry-After
+//     becomes exporterhelper's throttle. Every step of a replayed push
+//     is safe to replay: the run is created once, values already sent
+//     and episodes already delivered are left out (a collector
+//     restarted from storage sends a step's values again: the platform
+//     merges a step's posts), and an object whose PUT succeeded is only
+//     confirmed.
 //
 //  3. The close-out, by itself. The prime.run.end record was acknowledged
 //     to the collector when the close-out was scheduled, so nothing else
@@ -46,4 +53,12 @@
 // Nothing else retries: the uploader and the metrics path never loop on
 // their own, and a create refused with 403 is not asked again for 10
 // minutes (a wait, not a retry).
+//
+// # Outages
+//
+// Online and OnlineTraces report every call to an outage.Watch of its
+// service (the API, object storage, Prime Traces): a success, or a failure
+// that says the service is down (Down), named by its route. The watch logs
+// one warning when an outage has lasted over a minute and one line when it
+// ends.
 package platform

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
+	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -55,6 +57,23 @@ func Down(err error) bool {
 		return true
 	}
 	return rerr.Class == rft.ClassTransportUnsent || rerr.Class == rft.ClassTransportAmbiguous
+}
+
+// watched makes call and tells w how it went: a success ends an outage, a
+// failure that says the service is down (Down) is part of one, named by
+// its route ("post metrics", "presign", …). A call cut short by the
+// collector's shutdown says nothing about the service.
+func watched(w *outage.Watch, call func() error) error {
+	begun := w.Now()
+	err := call()
+	switch {
+	case err == nil:
+		w.Succeeded()
+	case Down(err) && !errors.Is(err, context.Canceled):
+		rerr, _ := rft.AsError(err) // Down holds only for an *rft.Error
+		w.Failed(rerr.Op, begun, err)
+	}
+	return err
 }
 
 // KeyRefused reports the platform's refusal of the API key (401), as the

@@ -11,17 +11,22 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.uber.org/zap"
 
+	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
 // Online is the platform's RFT API behind a guard that trips on the first
 // 401: a bad key is bad for every call, so from then on no call is made,
 // the component reports a permanent error status, and the caller drops
-// (and counts) the data until the collector is restarted.
+// (and counts) the data until the collector is restarted. Its outage
+// watches log a long outage of the API and of object storage (package
+// outage), each apart: they are different services.
 type Online struct {
-	c      *rft.Client
-	host   component.Host
-	logger *zap.Logger
+	c       *rft.Client
+	host    component.Host
+	logger  *zap.Logger
+	api     *outage.Watch
+	objects *outage.Watch
 
 	mu      sync.Mutex
 	tripped error
@@ -33,9 +38,13 @@ var (
 )
 
 // NewOnline wraps c; host receives the status event when the key is
-// refused.
-func NewOnline(c *rft.Client, host component.Host, logger *zap.Logger) *Online {
-	return &Online{c: c, host: host, logger: logger}
+// refused; watch configures the outage watches.
+func NewOnline(c *rft.Client, host component.Host, logger *zap.Logger, watch ...outage.Option) *Online {
+	return &Online{
+		c: c, host: host, logger: logger,
+		api:     outage.New("platform API", logger, watch...),
+		objects: outage.New("object storage", logger, watch...),
+	}
 }
 
 // Refused is the key's refusal once tripped, as a permanent error; nil
@@ -58,7 +67,7 @@ func (o *Online) guard(call func() error) error {
 	if err := o.Refused(); err != nil {
 		return err
 	}
-	err := call()
+	err := watched(o.api, call)
 	rerr, ok := rft.AsError(err)
 	if !ok || rerr.Class != rft.ClassUnauthorized {
 		return err
@@ -121,7 +130,7 @@ func (o *Online) Store(ctx context.Context, runID string, obj Object, body []byt
 		save(obj)
 	}
 	if !obj.Put {
-		if err := o.c.Put(ctx, obj.URL, body); err != nil {
+		if err := watched(o.objects, func() error { return o.c.Put(ctx, obj.URL, body) }); err != nil {
 			return err
 		}
 		obj.Put = true

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,7 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/rft"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
@@ -76,4 +80,60 @@ func TestA401StopsEveryCallWithoutARequest(t *testing.T) {
 	assert.ErrorIs(t, o.Finalize(ctx, "run-1", 0), ErrUnauthorized)
 	assert.ErrorIs(t, o.Store(ctx, "run-1", Object{Step: 1}, nil, func(Object) {}), ErrUnauthorized)
 	assert.Len(t, srv.Requests(), before, "no request after the refusal")
+}
+
+// watchedOnline is an Online with one attempt per call (PUTs too), its
+// log observed and its outage watches on a clock the test moves; the fake
+// platform holds run-1.
+func watchedOnline(t *testing.T) (*rfttest.Server, *Online, *atomic.Int64, *observer.ObservedLogs) {
+	t.Helper()
+	srv := rfttest.NewServer(rfttest.Options{APIKey: "k"})
+	t.Cleanup(srv.Close)
+	srv.AddRun("run-1")
+	now := &atomic.Int64{}
+	core, logs := observer.New(zapcore.InfoLevel)
+	c, err := rft.New(rft.Options{BaseURL: srv.BaseURL(), APIKey: "k", MaxAttempts: 1, PutAttempts: 1})
+	require.NoError(t, err)
+	o := NewOnline(c, componenttest.NewNopHost(), zap.New(core), outage.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	t.Cleanup(o.CloseIdleConnections)
+	return srv, o, now, logs
+}
+
+// Object storage is another service than the API: its outage is its own,
+// and the API's successes meanwhile do not end it.
+func TestAnObjectStorageOutageIsWatchedApartFromTheAPI(t *testing.T) {
+	srv, o, now, logs := watchedOnline(t)
+	ctx := context.Background()
+
+	srv.Inject(rfttest.RoutePut, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+	require.Error(t, o.Store(ctx, "run-1", Object{Step: 1}, []byte("b"), func(Object) {}), "presign lands, the PUT fails")
+	require.NoError(t, o.PostMetrics(ctx, "run-1", map[string]float64{"step": 1, "loss": 1}))
+	now.Add(int64(61 * time.Second))
+	require.Error(t, o.Store(ctx, "run-1", Object{Step: 2}, []byte("b"), func(Object) {}))
+	require.Equal(t, 1, logs.Len())
+	warning := logs.All()[0].ContextMap()
+	assert.Equal(t, "object storage", warning["service"])
+	assert.Equal(t, "put object", warning["routes"])
+	assert.Equal(t, int64(2), warning["failures"])
+
+	require.NoError(t, o.Store(ctx, "run-1", Object{Step: 3}, []byte("b"), func(Object) {}))
+	require.Equal(t, 2, logs.Len())
+	assert.Equal(t, "Outage over: the service answers again", logs.All()[1].Message)
+	assert.Equal(t, "object storage", logs.All()[1].ContextMap()["service"])
+}
+
+// Only a failure that says the service is down counts: a refusal is an
+// answer, and a call cut short by shutdown says nothing.
+func TestARefusalOrACancelledCallIsNoOutage(t *testing.T) {
+	srv, o, now, logs := watchedOnline(t)
+
+	srv.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 400}, rfttest.Fault{Status: 422})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, ctx := range []context.Context{context.Background(), context.Background(), cancelled} {
+		require.Error(t, o.PostMetrics(ctx, "run-1", map[string]float64{"step": 1, "loss": 1}))
+		now.Add(int64(time.Minute))
+	}
+	require.NoError(t, o.PostMetrics(context.Background(), "run-1", map[string]float64{"step": 1, "loss": 1}))
+	assert.Zero(t, logs.Len(), "no outage began, so none ended")
 }

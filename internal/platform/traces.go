@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"strings"
 
+	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -24,16 +27,24 @@ func tracesContext() map[string]any {
 }
 
 // OnlineTraces is the Prime Traces service.
-type OnlineTraces struct{ c *rft.Traces }
+type OnlineTraces struct {
+	c     *rft.Traces
+	watch *outage.Watch
+}
 
 var _ Traces = (*OnlineTraces)(nil)
 
-// NewOnlineTraces wraps the service's client.
-func NewOnlineTraces(c *rft.Traces) *OnlineTraces { return &OnlineTraces{c: c} }
+// NewOnlineTraces wraps the service's client; its outages are logged to
+// logger, configured by watch.
+func NewOnlineTraces(c *rft.Traces, logger *zap.Logger, watch ...outage.Option) *OnlineTraces {
+	return &OnlineTraces{c: c, watch: outage.New("Prime Traces", logger, watch...)}
+}
 
 func (o *OnlineTraces) UploadTraces(ctx context.Context, _, team string, lines [][]byte) error {
-	_, err := o.c.Upload(ctx, rft.TraceBatch{Lines: lines, Team: team, Context: tracesContext()})
-	return err
+	return watched(o.watch, func() error {
+		_, err := o.c.Upload(ctx, rft.TraceBatch{Lines: lines, Team: team, Context: tracesContext()})
+		return err
+	})
 }
 
 // CloseIdleConnections releases the client's keep-alive connections.

@@ -85,7 +85,14 @@
 //     the counter is the fleet's (below).
 //   - Everything that a restart must not forget (run id, end, ranges,
 //     pending uploads, delivered episodes) is written to the store before
-//     the step that depends on it goes on.
+//     the step that depends on it goes on. A storage extension that
+//     refuses the write (a full disk) does not hold the step back: the
+//     write is kept in memory, answered from there, and written when
+//     storage takes writes again (store_backlog.go); a crash meanwhile
+//     forgets it.
+//   - Damaged state never stops the collector: a value a store cannot
+//     read is salvaged, or its run left out, with one log line
+//     (store_salvage.go, store_redis_damage.go).
 //   - Memory is bounded and flat in a run's length: the sent values are
 //     exact for the newest 512 steps, then kept per key as ranges of sent
 //     steps (at most 256 a key; sentValues); pending uploads (256 per run)

@@ -56,10 +56,16 @@ func (r *run) snapshot(closing string) SavedRun {
 // Restore rebuilds the registry from the store at start: closed runs stay
 // closed, runs that had ended are closed out after the grace period, and
 // open runs carry on with their platform id, counters and pending uploads.
-func (g *Registry) Restore(ctx context.Context) error {
+// A store that cannot be read does not stop the collector, which would
+// only start again into the same error: it starts without the saved runs,
+// and says what that costs. Damaged records are the store's to salvage or
+// leave out (store_salvage.go).
+func (g *Registry) Restore(ctx context.Context) {
 	saved, err := g.fleet.load(ctx)
 	if err != nil {
-		return err
+		g.Logger.Error("Could not read the runs saved in storage: starting without them; a run created before this start is created again when its data comes (a second run on the platform), and its episodes may be uploaded again",
+			zap.Error(err))
+		return
 	}
 	g.mu.Lock()
 	var ending []*run
@@ -92,7 +98,6 @@ func (g *Registry) Restore(ctx context.Context) error {
 	if len(saved) > 0 {
 		g.Logger.Info("Restored runs from storage", zap.Int("runs", len(saved)), zap.Int("ending", len(ending)))
 	}
-	return nil
 }
 
 func (s *sampleRanges) snapshot() map[string]int64 {

@@ -34,14 +34,14 @@ func delivered(t *testing.T, s *ExtensionStore, run string, fp int) bool {
 func TestAStoredRunKeepsItsNewestDeliveredEpisodesWithinTheBoundAcrossARestart(t *testing.T) {
 	const size = 4096
 	client := memstorage.New()
-	s := NewExtensionStore(client)
+	s := NewExtensionStore(client, ExtensionOptions{})
 	other := "key\x00other/run" // a key with the separator in it
 	markRange(t, s, other, 0, 10, 10)
 
 	half := maxStoredDelivered / 2
 	markRange(t, s, "key\x00long", 0, half, size)
 	// A restart: a new store on the same storage goes on with the log.
-	s = NewExtensionStore(client)
+	s = NewExtensionStore(client, ExtensionOptions{})
 	markRange(t, s, "key\x00long", half, 2*maxStoredDelivered, size)
 
 	if got := client.Keys(storeEpPrefix + "key\x00long/"); got > maxStoredDelivered {
@@ -75,7 +75,7 @@ func TestFingerprintsStoredBeforeTheLogStayDelivered(t *testing.T) {
 	client := memstorage.New()
 	// What an earlier release wrote: the fingerprint keys alone.
 	_ = client.Set(context.Background(), episodeKey("key\x00r", 7), []byte{1})
-	s := NewExtensionStore(client)
+	s := NewExtensionStore(client, ExtensionOptions{})
 	markRange(t, s, "key\x00r", 100, 110, 5)
 	if !delivered(t, s, "key\x00r", 7) || !delivered(t, s, "key\x00r", 105) {
 		t.Fatal("a fingerprint from before the log, or a logged one, is not delivered")
@@ -84,13 +84,13 @@ func TestFingerprintsStoredBeforeTheLogStayDelivered(t *testing.T) {
 
 func TestConcurrentMarkingsOfOneRunKeepItsLogConsistent(t *testing.T) {
 	client := memstorage.New()
-	s := NewExtensionStore(client)
+	s := NewExtensionStore(client, ExtensionOptions{})
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() { markRange(t, s, "key\x00r", w*1000, (w+1)*1000, 100) })
 	}
 	wg.Wait()
-	lg, err := NewExtensionStore(client).deliveredLog(context.Background(), "key\x00r")
+	lg, err := NewExtensionStore(client, ExtensionOptions{}).deliveredLog(context.Background(), "key\x00r")
 	if err != nil {
 		t.Fatal(err)
 	}

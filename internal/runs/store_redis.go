@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,13 +49,16 @@ type RedisOptions struct {
 // operations (SET NX PX, HINCRBY, Lua scripts) are the whole of the fleet's
 // coordination; docs of the keys are in the package doc.
 type RedisStore struct {
-	c      *redis.Client
-	opts   RedisOptions
-	down   atomic.Bool
-	hold   *redis.Script
-	holds  *redis.Script
-	save   *redis.Script
-	unlock *redis.Script
+	c       *redis.Client
+	opts    RedisOptions
+	down    atomic.Bool
+	hold    *redis.Script
+	holds   *redis.Script
+	save    *redis.Script
+	unlock  *redis.Script
+	replace *redis.Script
+	// reported are the one-time reports of damage made (runs' keys).
+	reported sync.Map
 }
 
 // recordFields are the record's fixed fields, in the order the hold script
@@ -167,7 +171,7 @@ func NewRedisStore(opts RedisOptions) *RedisStore {
 	return &RedisStore{
 		c: c, opts: opts,
 		hold: redis.NewScript(holdScript), holds: redis.NewScript(holdsScript),
-		save: redis.NewScript(saveScript), unlock: redis.NewScript(unlockScript),
+		save: redis.NewScript(saveScript), unlock: redis.NewScript(unlockScript), replace: redis.NewScript(replaceFieldScript),
 	}
 }
 
@@ -190,7 +194,8 @@ func (s *RedisStore) endingKey() string {
 }
 
 // seen passes err on, named, and tells Health when Redis went away or
-// came back. A caller's own cancellation says nothing about Redis.
+// came back. A caller's own cancellation says nothing about Redis, nor
+// does a command refused for what a key holds (damage).
 func (s *RedisStore) seen(err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
 		if s.down.CompareAndSwap(true, false) {
@@ -202,7 +207,7 @@ func (s *RedisStore) seen(err error) error {
 		return err
 	}
 	err = fmt.Errorf("shared run registry (redis %s): %w", s.opts.Endpoint, err)
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || damagedReply(err) {
 		return err
 	}
 	if s.down.CompareAndSwap(false, true) {
@@ -221,7 +226,9 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 // when their closer stopped), so that a restarted collector finishes them;
 // every other run is read when its data comes.
 func (s *RedisStore) Load(ctx context.Context) ([]SavedRun, error) {
-	keys, err := s.c.SMembers(ctx, s.endingKey()).Result()
+	keys, err := repaired(ctx, s, "", []string{"ending"}, func() ([]string, error) {
+		return s.c.SMembers(ctx, s.endingKey()).Result()
+	})
 	if err != nil {
 		return nil, s.seen(err)
 	}
@@ -256,14 +263,18 @@ func (s *RedisStore) Save(ctx context.Context, sr SavedRun) error {
 		}
 		return ""
 	}
-	err := s.save.Run(ctx, s.c, []string{s.key("run", sr.Key), s.endingKey()},
-		sr.Key, sr.Source, sr.Value, flag(sr.Attach), sr.ID, sr.Team, sr.State, sr.EndState, sr.EndWhy,
-		flag(sr.Traces.Committed), flag(sr.Traces.OnTable), ms(recordTTL)).Err()
+	_, err := repaired(ctx, s, sr.Key, []string{"run", "ending"}, func() (any, error) {
+		return s.save.Run(ctx, s.c, []string{s.key("run", sr.Key), s.endingKey()},
+			sr.Key, sr.Source, sr.Value, flag(sr.Attach), sr.ID, sr.Team, sr.State, sr.EndState, sr.EndWhy,
+			flag(sr.Traces.Committed), flag(sr.Traces.OnTable), ms(recordTTL)).Result()
+	})
 	return s.seen(err)
 }
 
 func (s *RedisStore) Hold(ctx context.Context, runKey, hold string, ttl time.Duration) (SavedRun, bool, bool, error) {
-	res, err := s.hold.Run(ctx, s.c, []string{s.key("run", runKey), s.key("holds", runKey)}, hold, ms(ttl), ms(recordTTL), s.key("alive", ""), ms(heartbeatTTL)).Slice()
+	res, err := repaired(ctx, s, runKey, []string{"run", "holds"}, func() ([]any, error) {
+		return s.hold.Run(ctx, s.c, []string{s.key("run", runKey), s.key("holds", runKey)}, hold, ms(ttl), ms(recordTTL), s.key("alive", ""), ms(heartbeatTTL)).Slice()
+	})
 	if err != nil {
 		return SavedRun{}, false, false, s.seen(err)
 	}
@@ -282,7 +293,7 @@ func (s *RedisStore) Hold(ctx context.Context, runKey, hold string, ttl time.Dur
 			}
 		}
 	}
-	if f["key"] == "" {
+	if f["key"] == "" && f["id"] == "" {
 		return SavedRun{}, false, held == 1, nil
 	}
 	sr := SavedRun{
@@ -293,15 +304,21 @@ func (s *RedisStore) Hold(ctx context.Context, runKey, hold string, ttl time.Dur
 	if seen, err := strconv.ParseInt(f["seen"], 10, 64); err == nil {
 		sr.SeenAt = time.UnixMilli(seen)
 	}
+	s.checkRecord(ctx, runKey, f, &sr)
 	return sr, true, held == 1, nil
 }
 
 func (s *RedisStore) Unhold(ctx context.Context, runKey, hold string) error {
-	return s.seen(s.c.ZRem(ctx, s.key("holds", runKey), hold).Err())
+	_, err := repaired(ctx, s, runKey, []string{"holds"}, func() (int64, error) {
+		return s.c.ZRem(ctx, s.key("holds", runKey), hold).Result()
+	})
+	return s.seen(err)
 }
 
 func (s *RedisStore) Holds(ctx context.Context, runKey string) (int, int, error) {
-	n, err := s.holds.Run(ctx, s.c, []string{s.key("holds", runKey)}, s.key("alive", "")).Int64Slice()
+	n, err := repaired(ctx, s, runKey, []string{"holds"}, func() ([]int64, error) {
+		return s.holds.Run(ctx, s.c, []string{s.key("holds", runKey)}, s.key("alive", "")).Int64Slice()
+	})
 	if err != nil {
 		return 0, 0, s.seen(err)
 	}
@@ -332,7 +349,19 @@ func (s *RedisStore) Unclaim(ctx context.Context, name, owner string) error {
 	return s.seen(s.unlock.Run(ctx, s.c, []string{s.key("claim", name)}, owner).Err())
 }
 
+// Next counts on a range counter. One that is not an integer is repaired
+// (repairCounter), one on a record of another type moved aside.
 func (s *RedisStore) Next(ctx context.Context, runKey, counter string) (int64, error) {
+	n, err := s.next(ctx, runKey, counter)
+	if err != nil && damagedReply(err) {
+		s.aside(ctx, runKey, []string{"run"})
+		s.repairCounter(ctx, runKey, counter)
+		n, err = s.next(ctx, runKey, counter)
+	}
+	return n, s.seen(err)
+}
+
+func (s *RedisStore) next(ctx context.Context, runKey, counter string) (int64, error) {
 	var incr *redis.IntCmd
 	rec := s.key("run", runKey)
 	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -340,16 +369,19 @@ func (s *RedisStore) Next(ctx context.Context, runKey, counter string) (int64, e
 		p.PExpire(ctx, rec, recordTTL)
 		return nil
 	})
-	if err != nil {
-		return 0, s.seen(err)
-	}
-	return incr.Val(), s.seen(nil)
+	return incr.Val(), err
 }
 
 func fpField(fp uint64) string { return strconv.FormatUint(fp, 16) }
 
+// Pending reads an unconfirmed upload. A damaged one is dropped with one
+// line: its object is uploaded again under a new range, as if it had
+// never started.
 func (s *RedisStore) Pending(ctx context.Context, runKey string, fp uint64) (SavedObject, bool, error) {
-	raw, err := s.c.HGet(ctx, s.key("pending", runKey), fpField(fp)).Bytes()
+	k := s.key("pending", runKey)
+	raw, err := repaired(ctx, s, runKey, []string{"pending"}, func() ([]byte, error) {
+		return s.c.HGet(ctx, k, fpField(fp)).Bytes()
+	})
 	if errors.Is(err, redis.Nil) {
 		return SavedObject{}, false, s.seen(nil)
 	}
@@ -357,9 +389,13 @@ func (s *RedisStore) Pending(ctx context.Context, runKey string, fp uint64) (Sav
 		return SavedObject{}, false, s.seen(err)
 	}
 	s.seen(nil)
-	var so SavedObject
-	if err := json.Unmarshal(raw, &so); err != nil {
-		return SavedObject{}, false, fmt.Errorf("shared run registry: pending upload %s: %w", fpField(fp), err)
+	so, err := readSavedObject(raw)
+	if err != nil {
+		if s.c.HDel(ctx, k, fpField(fp)).Err() == nil {
+			s.opts.Logger.Warn("Pending upload "+fpField(fp)+" of "+runName(runKey)+" in the shared run registry is damaged ("+damageOf(err)+"): dropped; its object is uploaded again under a new sample_id range",
+				zap.String("endpoint", s.opts.Endpoint))
+		}
+		return SavedObject{}, false, nil
 	}
 	return so, true, nil
 }
@@ -370,16 +406,21 @@ func (s *RedisStore) SavePending(ctx context.Context, runKey string, fp uint64, 
 		return err
 	}
 	k := s.key("pending", runKey)
-	_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, k, fpField(fp), body)
-		p.PExpire(ctx, k, pendingTTL)
-		return nil
+	_, err = repaired(ctx, s, runKey, []string{"pending"}, func() ([]redis.Cmder, error) {
+		return s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, k, fpField(fp), body)
+			p.PExpire(ctx, k, pendingTTL)
+			return nil
+		})
 	})
 	return s.seen(err)
 }
 
 func (s *RedisStore) DropPending(ctx context.Context, runKey string, fp uint64) error {
-	return s.seen(s.c.HDel(ctx, s.key("pending", runKey), fpField(fp)).Err())
+	_, err := repaired(ctx, s, runKey, []string{"pending"}, func() (int64, error) {
+		return s.c.HDel(ctx, s.key("pending", runKey), fpField(fp)).Result()
+	})
+	return s.seen(err)
 }
 
 func fpMembers(fps []uint64) []any {
@@ -405,10 +446,12 @@ func (s *RedisStore) Delivered(ctx context.Context, runKey string, fps []uint64)
 	}
 	var scores *redis.FloatSliceCmd
 	var legacy *redis.BoolSliceCmd
-	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		scores = p.ZMScore(ctx, s.key("deliveredz", runKey), members...)
-		legacy = p.SMIsMember(ctx, s.key("delivered", runKey), fpMembers(fps)...)
-		return nil
+	_, err := repaired(ctx, s, runKey, []string{"deliveredz", "delivered"}, func() ([]redis.Cmder, error) {
+		return s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			scores = p.ZMScore(ctx, s.key("deliveredz", runKey), members...)
+			legacy = p.SMIsMember(ctx, s.key("delivered", runKey), fpMembers(fps)...)
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, s.seen(err)
@@ -432,11 +475,13 @@ func (s *RedisStore) MarkDelivered(ctx context.Context, runKey string, fps []uin
 	for i, fp := range fps {
 		zs[i] = redis.Z{Score: score, Member: fpField(fp)}
 	}
-	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, k, zs...)
-		p.ZRemRangeByRank(ctx, k, 0, -maxStoredDelivered-1)
-		p.PExpire(ctx, k, deliveredTTL)
-		return nil
+	_, err := repaired(ctx, s, runKey, []string{"deliveredz"}, func() ([]redis.Cmder, error) {
+		return s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZAdd(ctx, k, zs...)
+			p.ZRemRangeByRank(ctx, k, 0, -maxStoredDelivered-1)
+			p.PExpire(ctx, k, deliveredTTL)
+			return nil
+		})
 	})
 	return s.seen(err)
 }

@@ -12,7 +12,7 @@ const maxBody = 64 << 20
 // the route's next scripted fault if one is queued.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	s.record(r, body)
+	req := s.record(r, body)
 	if err != nil {
 		writeError(w, refuse(http.StatusBadRequest, "could not read the body: %v", err))
 		return
@@ -26,7 +26,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, refuse(http.StatusNotFound, "Not Found"))
 		return
 	}
-	if f, ok := s.takeFault(ep.route); ok {
+	if f, ok := s.takeFault(ep.route, req); ok {
 		s.serveFault(w, r, ep, body, f)
 		return
 	}

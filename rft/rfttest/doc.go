@@ -94,7 +94,8 @@
 // it ends early when the client gives up or the server closes, and a request
 // whose delay ended early is not processed (unless it already was).
 // SetOutage answers every request of every route through one fault until
-// it is lifted: the platform is down for a while.
+// it is lifted: the platform is down for a while. Outages tells when each
+// outage began and ended and how many requests of each route it refused.
 //
 // # What it does not model
 //

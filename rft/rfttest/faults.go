@@ -3,6 +3,7 @@ package rfttest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -58,22 +59,61 @@ func (s *Server) PendingFaults(route Route) int {
 // answer through f until SetOutage(nil): the platform is down. Faults
 // queued with Inject wait for the outage to end, since an outage is a
 // state of the platform rather than a script of requests. The fault is
-// copied.
+// copied. The switch is recorded (Outages, and Request.Outage on each
+// request it refused): SetOutage with a fault while one is set changes the
+// answer of the same outage.
 func (s *Server) SetOutage(f *Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
 	if f == nil {
+		if s.outage != nil {
+			s.outages[len(s.outages)-1].Ended = now
+		}
 		s.outage = nil
 		return
 	}
 	c := *f
+	if s.outage == nil {
+		s.outages = append(s.outages, Outage{Began: now, ByRoute: map[Route]int{}})
+	}
 	s.outage = &c
+	s.outages[len(s.outages)-1].Fault = c
 }
 
-func (s *Server) takeFault(route Route) (Fault, bool) {
+// Outage is one outage as the server saw it, from SetOutage to
+// SetOutage(nil).
+type Outage struct {
+	Fault Fault // the answer, the last one set
+	Began time.Time
+	Ended time.Time // zero while it lasts
+	// Refused counts the requests answered through Fault, and ByRoute the
+	// same by route.
+	Refused int
+	ByRoute map[Route]int
+}
+
+// Outages lists the outages so far in order, the one under way last.
+func (s *Server) Outages() []Outage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Outage, len(s.outages))
+	for i, o := range s.outages {
+		o.ByRoute = maps.Clone(o.ByRoute)
+		out[i] = o
+	}
+	return out
+}
+
+// takeFault is the fault that answers request req of route, if any.
+func (s *Server) takeFault(route Route, req int) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.outage != nil {
+		o := &s.outages[len(s.outages)-1]
+		o.Refused++
+		o.ByRoute[route]++
+		s.requests[req].Outage = true
 		return *s.outage, true
 	}
 	q := s.faults[route]

@@ -3,6 +3,7 @@ package rfttest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -267,4 +268,51 @@ func TestAnOutageAnswersEveryRouteUntilItIsLiftedAndKeepsTheScriptedFaultsForAft
 	wantStatus(t, "metrics, the scripted fault", c.post("/rft/metrics", metrics), http.StatusTooManyRequests)
 	wantStatus(t, "metrics", c.post("/rft/metrics", metrics), http.StatusOK)
 	wantStatus(t, "put", c.do(storagePut(t, putURL, "PAR1")), http.StatusOK)
+
+	outages := s.Outages()
+	if len(outages) != 1 {
+		t.Fatalf("%d outages recorded, want 1", len(outages))
+	}
+	o := outages[0]
+	if o.Began.IsZero() || o.Ended.Before(o.Began) || o.Fault.Status != 503 || o.Refused != len(calls) {
+		t.Fatalf("the outage's record: %+v, want it begun, ended, answering 503, %d refused", o, len(calls))
+	}
+	for _, route := range []Route{RouteCreate, RouteMetrics, RoutePresign, RoutePut, RouteConfirm, RouteFinalize, RouteStatus} {
+		if o.ByRoute[route] != 1 {
+			t.Errorf("route %s: %d refused, want 1 (%v)", route, o.ByRoute[route], o.ByRoute)
+		}
+	}
+}
+
+func TestSetOutageSwitchesOnceAndAChangedFaultKeepsTheSameOutage(t *testing.T) {
+	s, c := start(t, Options{})
+	id := c.createRun()
+	metrics := `{"run_id":"` + id + `","metrics":{"step":1,"loss":1}}`
+	if len(s.Outages()) != 0 {
+		t.Fatal("an outage before any switch")
+	}
+	s.SetOutage(&Fault{Status: 503})
+	wantStatus(t, "metrics", c.post("/rft/metrics", metrics), http.StatusServiceUnavailable)
+	s.SetOutage(&Fault{Status: 502})
+	wantStatus(t, "metrics", c.post("/rft/metrics", metrics), http.StatusBadGateway)
+	if o := s.Outages(); len(o) != 1 || !o[0].Ended.IsZero() || o[0].Refused != 2 || o[0].Fault.Status != 502 {
+		t.Fatalf("under way: %+v, want one open outage of 2 refused, answering 502", o)
+	}
+	s.SetOutage(nil)
+	s.SetOutage(nil)
+	wantStatus(t, "metrics", c.post("/rft/metrics", metrics), http.StatusOK)
+	var marked []bool
+	for _, r := range s.Requests() {
+		if r.Path == "/api/v1/rft/metrics" {
+			marked = append(marked, r.Outage)
+		}
+	}
+	if fmt.Sprint(marked) != "[true true false]" {
+		t.Fatalf("metrics requests marked as refused by the outage: %v, want [true true false]", marked)
+	}
+	s.SetOutage(&Fault{Status: 503})
+	o := s.Outages()
+	if len(o) != 2 || o[0].Ended.IsZero() || !o[1].Ended.IsZero() || o[1].Refused != 0 {
+		t.Fatalf("after a second switch: %+v, want the first ended and the second open with nothing refused", o)
+	}
 }

@@ -59,7 +59,8 @@ type Server struct {
 	objects  map[string]*objectState // every presigned key, by key
 	requests []Request
 	faults   map[Route][]Fault
-	outage   *Fault // answers every request while set; see SetOutage
+	outage   *Fault   // answers every request while set; see SetOutage
+	outages  []Outage // every SetOutage window, the open one last
 
 	traceUploads []*traceUpload            // committed, in commit order
 	traceByKey   map[traceKey]*traceUpload // the same batches, by team and digest

@@ -53,6 +53,9 @@ type Request struct {
 	Header http.Header
 	Body   []byte
 	Time   time.Time
+	// Outage says the request was answered by SetOutage's fault, so
+	// nothing of it was processed.
+	Outage bool
 }
 
 // runState is the server's own record of a run.
@@ -144,7 +147,8 @@ func (s *Server) Requests() []Request {
 	return out
 }
 
-func (s *Server) record(r *http.Request, body []byte) {
+// record appends r to the requests and returns its index.
+func (s *Server) record(r *http.Request, body []byte) int {
 	req := Request{
 		Method: r.Method,
 		Path:   r.URL.Path,
@@ -156,6 +160,7 @@ func (s *Server) record(r *http.Request, body []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, req)
+	return len(s.requests) - 1
 }
 
 func (r *runState) snapshot() Run {
