@@ -12,7 +12,7 @@ an event has neither problem, and one provider means one flush before the end.
 """
 
 import logging
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Sequence
 
 logger = logging.getLogger("prime_otel")
 

@@ -36,7 +36,7 @@ from .models import (
     TrainingSpec,
     normalize_config,
 )
-from .values import flatten, plain, scalars
+from .values import plain, scalars
 
 logger = logging.getLogger("prime_otel")
 
@@ -165,7 +165,7 @@ class Run:
         values = dict(values)
         stamp = plain(values.pop("_timestamp", None))
         own_step = values.pop("step", None)
-        step = _step(own_step if own_step is not None else step, "step")
+        step = _step(own_step if own_step is not None else step)
         kept, non_finite, not_numbers = scalars(values)
         where = f"step {step}" if step is not None else "a time-keyed row"
         if non_finite:
@@ -191,7 +191,7 @@ class Run:
             return
         if isinstance(episodes, Mapping) or hasattr(episodes, "to_record"):
             episodes = [episodes]
-        step = _step(step, "step") if self.kind == "train" else None
+        step = _step(step) if self.kind == "train" else None
         attributes = {} if step is None else {"prime.work.step": step}
         for episode in episodes:
             record = episode.to_record() if hasattr(episode, "to_record") else episode
@@ -466,7 +466,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _step(value: Any, name: str) -> Optional[int]:
+def _step(value: Any) -> Optional[int]:
     """A step as an int: numpy ints and integral floats are taken, anything
     else is a caller's mistake, said at the call."""
     if value is None:
@@ -475,7 +475,7 @@ def _step(value: Any, name: str) -> Optional[int]:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
+        raise TypeError(f"step must be an int, got {value!r}")
     return value
 
 
