@@ -15,6 +15,7 @@ import (
 	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/queuefill"
+	"github.com/primeintellect/primeexporter/internal/queuestore"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft"
@@ -358,6 +359,18 @@ type stopNotifier struct {
 func (s stopNotifier) Shutdown(ctx context.Context) error {
 	s.e.beginShutdown()
 	return s.Component.Shutdown(ctx)
+}
+
+// queueHost is the host the signal's exporterhelper starts on: with a
+// persistent sending queue, its storage client keeps the queue's progress
+// in memory while storage refuses writes, where the queue alone would drop
+// the requests it reads meanwhile (internal/queuestore).
+func (e *primeExporter) queueHost(host component.Host, signal string) component.Host {
+	q := e.cfg.QueueConfig.Get()
+	if q == nil || q.StorageID == nil {
+		return host
+	}
+	return queuestore.Host(host, *q.StorageID, signal, e.logger)
 }
 
 // backend is nil in disabled mode and after shutdown: pushes drop

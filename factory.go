@@ -172,10 +172,15 @@ func buildSignal[X component.Component](s *share, set exporter.Settings, c compo
 }
 
 // stoppingMetrics and stoppingLogs are the helpers' exporters with the
-// shutdown notice of stopNotifier.
+// shutdown notice of stopNotifier, started on a host whose queue storage
+// does not drop requests on a full disk (exporter.queueHost).
 type stoppingMetrics struct {
 	exporter.Metrics
 	stop stopNotifier
+}
+
+func (s stoppingMetrics) Start(ctx context.Context, host component.Host) error {
+	return s.Metrics.Start(ctx, s.stop.e.queueHost(host, "metrics"))
 }
 
 func (s stoppingMetrics) Shutdown(ctx context.Context) error { return s.stop.Shutdown(ctx) }
@@ -183,6 +188,10 @@ func (s stoppingMetrics) Shutdown(ctx context.Context) error { return s.stop.Shu
 type stoppingLogs struct {
 	exporter.Logs
 	stop stopNotifier
+}
+
+func (s stoppingLogs) Start(ctx context.Context, host component.Host) error {
+	return s.Logs.Start(ctx, s.stop.e.queueHost(host, "logs"))
 }
 
 func (s stoppingLogs) Shutdown(ctx context.Context) error { return s.stop.Shutdown(ctx) }
