@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
@@ -31,6 +30,8 @@ type primeExporter struct {
 	logger   *zap.Logger
 	tel      *telemetry
 	opts     options
+	// status is the component status every pipeline's host hears.
+	status *status
 	// queues reads both signals' sending queue fill, for the outage
 	// warning.
 	queues queuefill.Queues
@@ -95,7 +96,7 @@ func newPrimeExporter(cfg *Config, set exporter.Settings, opts ...option) (*prim
 	if err != nil {
 		return nil, err
 	}
-	e := &primeExporter{cfg: cfg, settings: set, logger: set.Logger, tel: tel, stopping: make(chan struct{})}
+	e := &primeExporter{cfg: cfg, settings: set, logger: set.Logger, tel: tel, status: newStatus(), stopping: make(chan struct{})}
 	for _, o := range opts {
 		o(&e.opts)
 	}
@@ -108,6 +109,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.starts++
+	e.status.attach(host)
 	if e.starts > 1 {
 		return nil
 	}
@@ -212,7 +214,7 @@ func (e *primeExporter) onlineBackend(ctx context.Context, host component.Host) 
 	if e.cfg.TeamID == "" {
 		e.logger.Warn("No team_id is configured: runs whose resource has no prime.run.team_id cannot be created, and their data is rejected (reason no_team); attached runs need none")
 	}
-	return platform.NewOnline(client, host, e.logger, e.outageOptions()...), nil
+	return platform.NewOnline(client, e.status.host(host), e.logger, e.outageOptions()...), nil
 }
 
 // onlineTraces builds the Prime Traces client. Prime Traces is another
@@ -249,22 +251,25 @@ func (e *primeExporter) tapQueue(set exporter.Settings, signal string) exporter.
 }
 
 // outageOptions make the outage warning say how full the sending queues
-// are, in the queue's sizer.
+// are, in the queue's sizer, and an outage the exporter's status.
 func (e *primeExporter) outageOptions() []outage.Option {
 	unit := "requests"
 	if q := e.cfg.QueueConfig.Get(); q != nil {
 		unit = q.Sizer.String()
 	}
-	return append([]outage.Option{outage.WithBacklog(func() []zap.Field {
-		return []zap.Field{zap.String("queue", e.queues.Describe(context.Background(), unit))}
-	})}, e.opts.outage...)
+	return append([]outage.Option{
+		outage.WithBacklog(func() []zap.Field {
+			return []zap.Field{zap.String("queue", e.queues.Describe(context.Background(), unit))}
+		}),
+		outage.WithHealth(func(service string, err error) { e.status.set(service, err) }),
+	}, e.opts.outage...)
 }
 
 // openStore opens the storage extension's client, or says plainly what a
 // restart will cost without one.
 func (e *primeExporter) openStore(ctx context.Context, host component.Host) (runs.Store, error) {
 	if sr := e.cfg.SharedRegistry.Get(); sr != nil {
-		return e.sharedStore(sr.Redis, host), nil
+		return e.sharedStore(sr.Redis), nil
 	}
 	if e.cfg.Storage == nil {
 		e.logger.Info("No storage configured: a collector restart forgets the runs it served. Runs it created are created again (a second run), " +
@@ -285,35 +290,22 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 		// collector: it would only start again into the same error.
 		e.logger.Error("Cannot open the run registry in storage: the exporter goes on without it, as without storage (a restart forgets its runs, and runs created before are created again); move the damaged file aside, or set the file_storage extension's recreate: true",
 			zap.String("storage", e.cfg.Storage.String()), zap.Error(err))
-		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(fmt.Errorf("storage: %w", err)))
+		e.status.set(statusRunRegistry, fmt.Errorf("storage: %w", err))
 		return runs.NewMemStore(), nil
 	}
-	return runs.NewExtensionStore(client, runs.ExtensionOptions{Logger: e.logger, Name: e.cfg.Storage.String(), Health: statusHealth(host)}), nil
-}
-
-// statusHealth turns a store's health into the exporter's component
-// status, so that a health check sees what holds data back or puts it at
-// risk: a recoverable error while the store fails, OK when it answers.
-func statusHealth(host component.Host) func(error) {
-	return func(err error) {
-		if err != nil {
-			componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
-			return
-		}
-		componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
-	}
+	return runs.NewExtensionStore(client, runs.ExtensionOptions{Logger: e.logger, Name: e.cfg.Storage.String(), Health: e.status.health(statusRunRegistry)}), nil
 }
 
 // sharedStore is the fleet's run registry in Redis. It connects on first
 // use, so a Redis that is down at start holds back data, not the
 // collector; its outages are the exporter's component status, so that a
 // health check sees what holds the data back.
-func (e *primeExporter) sharedStore(rc RedisConfig, host component.Host) runs.Store {
+func (e *primeExporter) sharedStore(rc RedisConfig) runs.Store {
 	e.logger.Info("The run registry is shared through Redis: collectors with the same shared_registry create each run once and share its sample_id ranges, delivered episodes, pending uploads and close-out",
 		zap.String("endpoint", rc.Endpoint), zap.Int("db", rc.DB), zap.String("prefix", rc.Prefix))
 	return runs.NewRedisStore(runs.RedisOptions{
 		Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix,
-		Logger: e.logger, Health: statusHealth(host),
+		Logger: e.logger, Health: e.status.health(statusRunRegistry),
 	})
 }
 

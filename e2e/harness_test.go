@@ -26,7 +26,7 @@ func binaries(t *testing.T) (otelcol, trainer string) {
 	return otelcol, trainer
 }
 
-// freeAddr reserves a loopback port for the collector's OTLP receiver.
+// freeAddr reserves a loopback port for one of the collector's servers.
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -63,23 +63,35 @@ type collector struct {
 	out  *syncBuffer
 	done chan error
 	addr string
+	// health is the health check's host:port, when the config has one.
+	health string
 }
 
 // startCollector writes config to a file and runs the collector on it with
 // env added to the environment, waiting until its OTLP/HTTP port answers.
+// A config with a health check on ${env:PRIME_HEALTH_ENDPOINT} (the shipped
+// ones) gets a free port for it unless env names one: tests run many
+// collectors at once, and 13133 would be taken.
 func startCollector(t *testing.T, otelcol, config string, env ...string) *collector {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "collector.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := ""
+	addr, health := "", ""
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PRIME_OTLP_HTTP="); ok {
 			addr = v
 		}
+		if v, ok := strings.CutPrefix(kv, "PRIME_HEALTH_ENDPOINT="); ok {
+			health = v
+		}
 	}
-	c := &collector{t: t, out: &syncBuffer{}, done: make(chan error, 1), addr: addr}
+	if health == "" && strings.Contains(config, "${env:PRIME_HEALTH_ENDPOINT") {
+		health = freeAddr(t)
+		env = append(env, "PRIME_HEALTH_ENDPOINT="+health)
+	}
+	c := &collector{t: t, out: &syncBuffer{}, done: make(chan error, 1), addr: addr, health: health}
 	c.cmd = exec.Command(otelcol, "--config", path)
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out

@@ -5,7 +5,10 @@
 // sending queue is, and one info line at the first success after that,
 // saying how long the outage lasted. exporterhelper already logs every
 // failed push; these lines tell one outage from many failures, and say
-// whether the queue is filling while the exporter waits.
+// whether the queue is filling while the exporter waits. A Watch also
+// tells a health callback (WithHealth) when an outage begins and ends, at
+// once rather than after a minute: the exporter's component status, which
+// a health check reads, says what holds data back now.
 //
 // A Watch knows nothing of errors: its caller (internal/platform) decides
 // which failure says the service is down and reports it with Failed, and
@@ -41,6 +44,7 @@ type Watch struct {
 	logger  *zap.Logger
 	now     func() time.Time
 	backlog func() []zap.Field
+	health  func(service string, err error)
 
 	down atomic.Bool // an outage is open: Succeeded's fast path
 
@@ -67,10 +71,19 @@ func WithClock(now func() time.Time) Option { return func(w *Watch) { w.now = no
 // queue's fill) to the warning.
 func WithBacklog(f func() []zap.Field) Option { return func(w *Watch) { w.backlog = f } }
 
+// WithHealth is told of every outage: health(service, err) at its first
+// failure, health(service, nil) at the success that ends it.
+func WithHealth(health func(service string, err error)) Option {
+	return func(w *Watch) { w.health = health }
+}
+
 // New watches the service named service (e.g. "platform API"), logging to
 // logger.
 func New(service string, logger *zap.Logger, opts ...Option) *Watch {
-	w := &Watch{service: service, logger: logger, now: time.Now, backlog: func() []zap.Field { return nil }}
+	w := &Watch{
+		service: service, logger: logger, now: time.Now,
+		backlog: func() []zap.Field { return nil }, health: func(string, error) {},
+	}
 	for _, o := range opts {
 		o(w)
 	}
@@ -92,7 +105,8 @@ func (w *Watch) Failed(route string, begun time.Time, err error) {
 		begun = w.answered
 	}
 	e := w.current
-	if e == nil {
+	began := e == nil
+	if began {
 		e = &episode{began: begun}
 		w.current = e
 		w.down.Store(true)
@@ -109,6 +123,9 @@ func (w *Watch) Failed(route string, begun time.Time, err error) {
 		zap.String("down_for", readable(now.Sub(e.began))), zap.Int("failures", e.failures),
 	}
 	w.mu.Unlock()
+	if began {
+		w.health(w.service, err)
+	}
 	if warn {
 		w.logger.Warn(msgDown, append(append(fields, w.backlog()...), zap.Error(err))...)
 	}
@@ -131,6 +148,7 @@ func (w *Watch) Succeeded() {
 	if e == nil {
 		return
 	}
+	w.health(w.service, nil)
 	w.logger.Info(msgOver, zap.String("service", w.service), zap.String("lasted", readable(now.Sub(e.began))),
 		zap.Int("failures", e.failures), zap.String("routes", strings.Join(e.routes, ", ")))
 }

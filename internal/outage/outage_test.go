@@ -165,3 +165,23 @@ func TestConcurrentCallsLogOneWarningAndOneRecovery(t *testing.T) {
 	require.Equal(t, 2, logs.Len())
 	assert.Equal(t, int64(801), logs.All()[1].ContextMap()["failures"])
 }
+
+func TestTheHealthCallbackHearsAnOutageAtItsFirstFailureAndItsEndOnce(t *testing.T) {
+	type call struct {
+		service string
+		err     error
+	}
+	var calls []call
+	c := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	w := New("object storage", zap.NewNop(), WithClock(c.Now),
+		WithHealth(func(service string, err error) { calls = append(calls, call{service, err}) }))
+
+	w.Succeeded()
+	assert.Empty(t, calls, "a success with no outage says nothing")
+	fail(w, c, "put object", time.Second)
+	fail(w, c, "put object", time.Second)
+	require.Equal(t, []call{{"object storage", errDown}}, calls, "told at once, not after a minute, and once per outage")
+	w.Succeeded()
+	w.Succeeded()
+	require.Equal(t, []call{{"object storage", errDown}, {"object storage", nil}}, calls)
+}

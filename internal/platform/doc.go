@@ -60,5 +60,6 @@
 // service (the API, object storage, Prime Traces): a success, or a failure
 // that says the service is down (Down), named by its route. The watch logs
 // one warning when an outage has lasted over a minute and one line when it
-// ends.
+// ends, and tells the exporter's component status at once when one begins
+// and ends (outage.WithHealth), so that a health check shows it.
 package platform
