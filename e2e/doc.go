@@ -18,5 +18,7 @@
 // that CI leaves out (scripts/chaos.sh): kill -9 during finalize_grace and
 // while the finalize is in flight, and of a gateway while its agent replays
 // a backlog; the repeated-kill chaos test (chaos_test.go) runs in CI.
-// The build tag upgradefixtures regenerates testdata/upgrade/.
+// The build tag upgradefixtures regenerates testdata/upgrade/. The build
+// tag image holds the container image's test (scripts/image.sh --test): the
+// gateway image run with podman, which the other tests do not need.
 package e2e
