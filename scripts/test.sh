@@ -2,7 +2,9 @@
 # The tests: the python/ package's install and unit tests, vet and race-test
 # every module (and check that go generate leaves the component's generated
 # files as committed), build the collector with ocb,
-# build prime-sync, then run the end-to-end tests against the built binaries.
+# build prime-sync and the agent, check deploy/'s manifests against the
+# built collectors, run the end-to-end tests against the built binaries,
+# then build the container images and run the gateway's (scripts/image.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/agent.sh"
 
@@ -30,5 +32,11 @@ build_evalrunner
 build_sync
 build_agent
 
+log "deploy/: Kubernetes manifests, Helm values, Operator sidecar (strict decoding, the pieces fit, validate with the built collectors)"
+(cd deploy && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_AGENT="$AGENT" go test -count=1 ./...)
+
 log "end-to-end tests (built collector + demo trainer + fake platform)"
 (cd e2e && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_DEMOTRAINER="$DEMOTRAINER" PRIME_EVALRUNNER="$EVALRUNNER" PRIME_AGENT="$AGENT" PRIME_SYNC="$PRIMESYNC" go test -race -count=1 -v -timeout 30m ./... 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)')
+
+log "container images: build with podman, run the gateway image against the fake platform (scripts/image.sh --test)"
+bash "$ROOT/scripts/image.sh" --test
