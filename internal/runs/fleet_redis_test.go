@@ -349,3 +349,28 @@ func TestARunIsIdleOnlyWhenNoCollectorOfTheFleetTookItsData(t *testing.T) {
 		return errors.Is(err, runs.ErrSkipped)
 	}, 5*time.Second, 10*time.Millisecond, "the fleet closed it out")
 }
+
+func TestAnIdleCollectorsHeartbeatReportsRedisDownAndBack(t *testing.T) {
+	srv := redistest.New(t)
+	a := newNode(t, srv, &countingRuns{})
+
+	srv.Stop()
+	select {
+	case err := <-a.health:
+		require.Error(t, err, "with no data flowing, the heartbeat finds Redis down")
+	case <-time.After(3 * heartbeatEveryForTests):
+		t.Fatal("an idle collector never reported Redis down")
+	}
+	assert.Equal(t, 1, a.logs.FilterMessageSnippet("does not answer").Len())
+
+	srv.Start()
+	select {
+	case err := <-a.health:
+		assert.NoError(t, err, "and back")
+	case <-time.After(3 * heartbeatEveryForTests):
+		t.Fatal("an idle collector never reported Redis back")
+	}
+}
+
+// heartbeatEveryForTests is fleet_redis.go's heartbeatEvery.
+const heartbeatEveryForTests = 5 * time.Second

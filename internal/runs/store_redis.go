@@ -333,11 +333,10 @@ func (s *RedisStore) Holds(ctx context.Context, runKey string) (int, int, error)
 // lapses the owner's holds count. It runs in the background, so it leaves
 // the health reports (seen) to the pushes: a renewal that fails as Redis
 // comes back does not turn the status back to an error.
+// Alive goes through seen, so that an idle gateway's heartbeat is what
+// tells its health check that Redis is down, or back.
 func (s *RedisStore) Alive(ctx context.Context, owner string, ttl time.Duration) error {
-	if err := s.c.Set(ctx, s.key("alive", owner), "1", ttl).Err(); err != nil {
-		return fmt.Errorf("shared run registry (redis %s): %w", s.opts.Endpoint, err)
-	}
-	return nil
+	return s.seen(s.c.Set(ctx, s.key("alive", owner), "1", ttl).Err())
 }
 
 func (s *RedisStore) Claim(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
