@@ -24,6 +24,7 @@ type config struct {
 	runID    string
 	dryRun   bool
 	parallel int
+	runs     int // --parallel-runs
 	retryFor time.Duration
 	apiKey   string
 	paths    []string
@@ -44,7 +45,8 @@ func parseConfig(args []string, stderr io.Writer, getenv func(string) string) (c
 	fs.StringVar(&cfg.teamID, "team-id", getenv("PRIME_TEAM_ID"), "team of runs whose run.json names none (default $PRIME_TEAM_ID)")
 	fs.StringVar(&cfg.runID, "run-id", "", "attach the one run directory to this existing platform run instead of creating one")
 	fs.BoolVar(&cfg.dryRun, "dry-run", false, "say what would be sent, and send nothing")
-	fs.IntVar(&cfg.parallel, "parallel", 4, "objects uploaded at once")
+	fs.IntVar(&cfg.parallel, "parallel", 4, "objects uploaded at once, in each run")
+	fs.IntVar(&cfg.runs, "parallel-runs", 4, "runs synced at once, each with its own journal")
 	fs.DurationVar(&cfg.retryFor, "retry-for", 5*time.Minute, "how long a call failing retryably is retried before the run is left for the next sync")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -59,6 +61,8 @@ func parseConfig(args []string, stderr io.Writer, getenv func(string) string) (c
 		return cfg, fmt.Errorf("--endpoint (or PRIME_API_BASE): %w", err)
 	case cfg.parallel < 1:
 		return cfg, fmt.Errorf("--parallel must be at least 1, got %d", cfg.parallel)
+	case cfg.runs < 1:
+		return cfg, fmt.Errorf("--parallel-runs must be at least 1, got %d", cfg.runs)
 	case cfg.retryFor < 0:
 		return cfg, fmt.Errorf("--retry-for must not be negative, got %s", cfg.retryFor)
 	}

@@ -22,6 +22,9 @@ func TestUsageAndConfigurationErrorsExit2NamingWhatToFix(t *testing.T) {
 		{"a bad endpoint", []string{"--endpoint", "ftp://h", dir}, map[string]string{"PRIME_API_KEY": "k"}, "--endpoint (or PRIME_API_BASE)"},
 		{"a bad PRIME_API_BASE", []string{dir}, map[string]string{"PRIME_API_KEY": "k", "PRIME_API_BASE": "::"}, "--endpoint (or PRIME_API_BASE)"},
 		{"no parallelism", []string{"--parallel", "0", dir}, map[string]string{"PRIME_API_KEY": "k"}, "--parallel must be at least 1"},
+		{"no runs at once", []string{"--parallel-runs", "0", dir}, map[string]string{"PRIME_API_KEY": "k"}, "--parallel-runs must be at least 1, got 0"},
+		{"negative runs at once", []string{"--parallel-runs=-2", dir}, map[string]string{"PRIME_API_KEY": "k"}, "--parallel-runs must be at least 1, got -2"},
+		{"runs at once not a number", []string{"--parallel-runs", "many", dir}, map[string]string{"PRIME_API_KEY": "k"}, `invalid value "many" for flag -parallel-runs`},
 		{"a directory without runs", []string{dir}, map[string]string{"PRIME_API_KEY": "k"}, "holds no run.json and no run directories"},
 		{"an unknown flag", []string{"--api-key", "k", dir}, nil, "flag provided but not defined: -api-key"},
 	}
@@ -47,6 +50,13 @@ func TestTheEndpointIsNormalisedAsTheExportersIs(t *testing.T) {
 		if err != nil || cfg.endpoint != want {
 			t.Errorf("PRIME_API_BASE %q: %q, %v; want %q", in, cfg.endpoint, err, want)
 		}
+	}
+}
+
+func TestFourRunsSyncAtOnceByDefault(t *testing.T) {
+	cfg, err := parseConfig([]string{"x"}, &bytes.Buffer{}, env(map[string]string{"PRIME_API_KEY": "k"}))
+	if err != nil || cfg.runs != 4 || cfg.parallel != 4 {
+		t.Fatalf("--parallel-runs %d, --parallel %d, %v; want 4 and 4", cfg.runs, cfg.parallel, err)
 	}
 }
 

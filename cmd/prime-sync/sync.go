@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.uber.org/zap"
@@ -27,7 +30,7 @@ func syncAll(ctx context.Context, cfg config, stdout, stderr io.Writer, terminal
 	}
 	opts := offlinesync.Options{
 		Endpoint: cfg.endpoint, Frontend: cfg.frontend, TeamID: cfg.teamID, RunID: cfg.runID,
-		DryRun: cfg.dryRun, Parallel: cfg.parallel, RetryFor: cfg.retryFor,
+		DryRun: cfg.dryRun, Parallel: cfg.parallel, ParallelRuns: cfg.runs, RetryFor: cfg.retryFor,
 	}
 	switch {
 	case cfg.dryRun:
@@ -37,7 +40,7 @@ func syncAll(ctx context.Context, cfg config, stdout, stderr io.Writer, terminal
 		opts.Progress = offlinesync.NewLines(stderr)
 	}
 	if !cfg.dryRun {
-		client, err := rft.New(rft.Options{BaseURL: cfg.endpoint, APIKey: cfg.apiKey, UserAgent: "prime-sync"})
+		client, err := rft.New(rft.Options{BaseURL: cfg.endpoint, APIKey: cfg.apiKey, UserAgent: "prime-sync", HTTPClient: platformClient(cfg)})
 		if err != nil {
 			fmt.Fprintln(stderr, "prime-sync:", err)
 			return exitUsage
@@ -63,7 +66,29 @@ func syncAll(ctx context.Context, cfg config, stdout, stderr io.Writer, terminal
 		}
 		fmt.Fprintln(stdout, r.Summary())
 	}
+	if !cfg.dryRun {
+		for line := range strings.Lines(offlinesync.Unfinished(reports)) {
+			fmt.Fprint(stderr, "prime-sync: ", line)
+		}
+	}
 	return offlinesync.ExitCode(reports)
+}
+
+// platformTimeout bounds one platform call, as the rft client's default
+// client does.
+const platformTimeout = 60 * time.Second
+
+// platformClient keeps an idle connection for each call that can be in
+// flight at once (Go keeps two per host): runs × objects, where HTTP/1.1
+// carries one call a connection.
+func platformClient(cfg config) *http.Client {
+	dt, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return nil // replaced by a wrapper we cannot clone: the client's default
+	}
+	tr := dt.Clone()
+	tr.MaxIdleConnsPerHost = cfg.runs * cfg.parallel
+	return &http.Client{Transport: tr, Timeout: platformTimeout}
 }
 
 // noHost is the component.Host the online backend reports a refused key

@@ -29,6 +29,29 @@ func ExitCode(reports []Report) int {
 	return int(worst)
 }
 
+// Unfinished is the sync's closing word when runs are left: one line per
+// outcome naming the runs ("" when every run synced). Each run's own line
+// says why.
+func Unfinished(reports []Report) string {
+	var left, fix []string
+	for _, r := range reports {
+		switch r.Outcome {
+		case Left:
+			left = append(left, r.Dir)
+		case Misconfigured:
+			fix = append(fix, r.Dir)
+		}
+	}
+	var b strings.Builder
+	if len(left) > 0 {
+		fmt.Fprintf(&b, "%d of %d run(s) not finished, run prime-sync again: %s\n", len(left), len(reports), strings.Join(left, ", "))
+	}
+	if len(fix) > 0 {
+		fmt.Fprintf(&b, "%d of %d run(s) need a fix first (see their lines): %s\n", len(fix), len(reports), strings.Join(fix, ", "))
+	}
+	return b.String()
+}
+
 // Report is what a sync did for one run directory.
 type Report struct {
 	Dir       string

@@ -385,21 +385,6 @@ func TestRunDirsFindsRunsAndNamesAPathWithout(t *testing.T) {
 	assert.ErrorContains(t, err, empty+" holds no run.json and no run directories")
 }
 
-func TestPlainLinesReportObjectsAndEachRunsMetrics(t *testing.T) {
-	var out bytes.Buffer
-	l := NewLines(&out)
-	l.Start(1, 2048)
-	l.Run(1, "d")
-	l.Sent("d", "", 10)
-	l.Sent("d", "", 10)
-	l.Sent("d", "step_2_0.parquet", 2000)
-	l.Finish()
-	assert.Equal(t, "prime-sync: 1 run(s), 2.0 kB to send\n"+
-		"prime-sync: run 1: d\n"+
-		"prime-sync: d: 2 metrics line(s) posted (20 B)\n"+
-		"prime-sync: d: object step_2_0.parquet confirmed (2.0 kB)\n", out.String())
-}
-
 func TestTheJournalRoundTripsAnObjectsProgress(t *testing.T) {
 	dir := t.TempDir()
 	j, err := loadJournal(dir)
@@ -416,20 +401,6 @@ func TestTheJournalRoundTripsAnObjectsProgress(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(dir, JournalFile))
 	require.NoError(t, err)
 	assert.True(t, json.Valid(raw))
-}
-
-func TestTheBarShowsRunsObjectsAndBytes(t *testing.T) {
-	var out bytes.Buffer
-	b := NewBar(&out)
-	b.Start(2, 4000)
-	b.Run(1, "d")
-	b.Sent("d", "", 1000)
-	b.Sent("d", "step_2_0.parquet", 3000)
-	b.Run(2, "e")
-	b.Finish()
-	for _, want := range []string{"run 2/2 · objects 1", "4.0 kB", "100%", "MB/s"} {
-		assert.Contains(t, out.String(), want)
-	}
 }
 
 func TestADryRunStillPlansWhatItCannotYetSendAndSaysWhy(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/primeintellect/primeexporter/internal/platform"
@@ -33,8 +34,11 @@ type Options struct {
 	RunID string
 	// DryRun plans and sends nothing; it needs no Platform.
 	DryRun bool
-	// Parallel objects are uploaded at once (0 → 4).
+	// Parallel objects are uploaded at once in each run (0 → 4).
 	Parallel int
+	// ParallelRuns runs are synced at once (0 → 4), each under its own
+	// lock and journal: at most ParallelRuns × Parallel objects in flight.
+	ParallelRuns int
 	// RetryFor bounds how long a replayable call that keeps failing
 	// retryably is tried again before the run is left for the next sync
 	// (0 → 5 minutes, exporterhelper's default).
@@ -49,10 +53,16 @@ type Options struct {
 // further call would be refused too.
 var ErrKeyRefused = misconfigured{errors.New("the platform refused PRIME_API_KEY (401): set a valid key and run prime-sync again")}
 
-// Sync syncs each run directory in turn and reports on each. A refused
-// key stops it: the runs not yet begun are reported with ErrKeyRefused.
+// Sync syncs the run directories, ParallelRuns at a time, and reports on
+// each, in the order given. Each run keeps its own lock and journal, so
+// running several at once changes nothing of what each sends (see the
+// package doc). Until the platform has accepted the key once, runs go one
+// at a time: a refused key is refused once, not once per run in flight.
+// A refused key stops the sync: the runs not yet begun are reported with
+// ErrKeyRefused. Any other failure is its run's alone; the others go on.
 func Sync(ctx context.Context, opts Options, dirs []string) []Report {
 	opts.Parallel = cmp.Or(opts.Parallel, 4)
+	opts.ParallelRuns = cmp.Or(opts.ParallelRuns, 4)
 	opts.RetryFor = cmp.Or(opts.RetryFor, 5*time.Minute)
 	if opts.Progress == nil {
 		opts.Progress = quiet{}
@@ -67,20 +77,61 @@ func Sync(ctx context.Context, opts Options, dirs []string) []Report {
 	opts.Progress.Start(len(dirs), total)
 	defer opts.Progress.Finish()
 
-	reports := make([]Report, 0, len(dirs))
-	var stop error
-	for i, d := range dirs {
-		if stop != nil {
-			reports = append(reports, Report{Dir: d, Outcome: outcomeOf(stop), Err: stop})
-			continue
-		}
-		opts.Progress.Run(i+1, d)
-		r := syncRun(ctx, &opts, d)
-		if errors.Is(r.Err, ErrKeyRefused) || ctx.Err() != nil {
-			stop = cmp.Or(r.Err, ctx.Err())
-		}
-		reports = append(reports, r)
+	key := newKeyCheck(opts.Platform)
+	if opts.Platform != nil {
+		opts.Platform = key
 	}
+	var (
+		reports = make([]Report, len(dirs))
+		stopMu  sync.Mutex
+		stop    error // why runs not yet begun are not begun
+		todo    = make(chan int)
+		ended   = make([]chan struct{}, len(dirs))
+		wg      sync.WaitGroup
+	)
+	stopped := func() error {
+		stopMu.Lock()
+		defer stopMu.Unlock()
+		return stop
+	}
+	for i := range ended {
+		ended[i] = make(chan struct{})
+	}
+	for range min(opts.ParallelRuns, len(dirs)) {
+		wg.Go(func() {
+			for i := range todo {
+				r := Report{Dir: dirs[i]}
+				if err := cmp.Or(stopped(), ctx.Err()); err != nil {
+					r.Outcome, r.Err = outcomeOf(err), err
+				} else {
+					opts.Progress.Run(i+1, dirs[i])
+					r = syncRun(ctx, &opts, dirs[i])
+				}
+				if errors.Is(r.Err, ErrKeyRefused) {
+					stopMu.Lock()
+					stop = cmp.Or(stop, r.Err)
+					stopMu.Unlock()
+				}
+				reports[i] = r
+				opts.Progress.Ended(dirs[i], r.Err)
+				close(ended[i])
+			}
+		})
+	}
+	for i := range dirs {
+		if i > 0 {
+			// One at a time until the key is known good: the run before
+			// this one proves it, or ends (then this one tries).
+			select {
+			case <-key.accepted:
+			case <-ended[i-1]:
+			case <-ctx.Done():
+			}
+		}
+		todo <- i
+	}
+	close(todo)
+	wg.Wait()
 	return reports
 }
 

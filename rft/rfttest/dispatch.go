@@ -21,6 +21,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, refuse(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody))
 		return
 	}
+	if s.latency > 0 && !s.sleep(r.Context(), s.latency) {
+		dropConnection(w)
+		return
+	}
 	ep, ok := s.match(r)
 	if !ok {
 		writeError(w, refuse(http.StatusNotFound, "Not Found"))

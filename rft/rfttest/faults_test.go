@@ -316,3 +316,17 @@ func TestSetOutageSwitchesOnceAndAChangedFaultKeepsTheSameOutage(t *testing.T) {
 		t.Fatalf("after a second switch: %+v, want the first ended and the second open with nothing refused", o)
 	}
 }
+
+func TestLatencyHoldsEveryRequestThenServesItNormally(t *testing.T) {
+	const latency = 30 * time.Millisecond
+	s, c := start(t, Options{Latency: latency})
+	begin := time.Now()
+	id := c.createRun()
+	wantStatus(t, "metrics", c.post("/rft/metrics", `{"run_id":"`+id+`","metrics":{"step":1,"loss":1}}`), http.StatusOK)
+	if took := time.Since(begin); took < 2*latency {
+		t.Fatalf("two calls took %s, want at least 2 × %s", took, latency)
+	}
+	if r := mustRun(t, s, id); r.MetricPosts != 1 {
+		t.Fatalf("MetricPosts = %d, want 1", r.MetricPosts)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"time"
 )
 
 const (
@@ -31,6 +32,11 @@ type Options struct {
 	// DiscardObjects keeps no object bytes: storage counts the rows of
 	// each PUT object instead, for ConfirmedRows (see discard.go).
 	DiscardObjects bool
+	// Latency holds every request this long before it is served, storage
+	// PUTs included: the round trip to a remote platform, which the
+	// loopback lacks. Benchmarks of a client's concurrency set it; 0 (the
+	// default) answers at once.
+	Latency time.Duration
 }
 
 // Server is a running fake platform. All methods are safe for concurrent
@@ -42,6 +48,7 @@ type Server struct {
 	noTraces     map[string]bool // teams without Prime Traces
 	secret       []byte          // signs presigned storage URLs
 	discard      *discardState   // nil unless Options.DiscardObjects; guarded by mu
+	latency      time.Duration   // Options.Latency
 
 	ts        *httptest.Server
 	closing   chan struct{} // closed by Close: ends every pending Delay
@@ -84,6 +91,7 @@ func newServer(opts Options, h hooks) *Server {
 	s := &Server{
 		hooks:   h,
 		apiKey:  opts.APIKey,
+		latency: opts.Latency,
 		prefix:  normalizePrefix(opts.Prefix),
 		secret:  make([]byte, 32),
 		closing: make(chan struct{}),

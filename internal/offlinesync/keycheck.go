@@ -1,0 +1,58 @@
+package offlinesync
+
+import (
+	"context"
+	"sync"
+
+	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/rft"
+)
+
+// keyCheck is the platform, noting the first call it answers with
+// success: from then on the key is known good, and Sync lets its runs go
+// at once. Before that they go one at a time, so that a refused key costs
+// one refused call, as it does with one run. AttachRun makes no request,
+// so it proves nothing.
+type keyCheck struct {
+	Platform
+	once     sync.Once
+	accepted chan struct{} // closed once a call succeeded
+}
+
+// newKeyCheck wraps p; with no platform (a dry run) there is no key to
+// check, and accepted is closed from the start.
+func newKeyCheck(p Platform) *keyCheck {
+	k := &keyCheck{Platform: p, accepted: make(chan struct{})}
+	if p == nil {
+		k.note(nil)
+	}
+	return k
+}
+
+func (k *keyCheck) note(err error) error {
+	if err == nil {
+		k.once.Do(func() { close(k.accepted) })
+	}
+	return err
+}
+
+func (k *keyCheck) CreateRun(ctx context.Context, req rft.CreateRunRequest, origin platform.Origin) (rft.Run, error) {
+	run, err := k.Platform.CreateRun(ctx, req, origin)
+	return run, k.note(err)
+}
+
+func (k *keyCheck) PostMetrics(ctx context.Context, runID string, metrics map[string]float64) error {
+	return k.note(k.Platform.PostMetrics(ctx, runID, metrics))
+}
+
+func (k *keyCheck) Finalize(ctx context.Context, runID string, exitCode int) error {
+	return k.note(k.Platform.Finalize(ctx, runID, exitCode))
+}
+
+func (k *keyCheck) SetStatus(ctx context.Context, runID string, status rft.Status, message string) error {
+	return k.note(k.Platform.SetStatus(ctx, runID, status, message))
+}
+
+func (k *keyCheck) Store(ctx context.Context, runID string, obj platform.Object, body []byte, save func(platform.Object)) error {
+	return k.note(k.Platform.Store(ctx, runID, obj, body, save))
+}
