@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,4 +170,121 @@ func objectBytes(run rfttest.Run) (size int64, rows int64) {
 		}
 	}
 	return size, rows
+}
+
+// prime-sync over a sweep of offline runs, one at a time and four at once:
+// 16 runs of 5,000 episodes (50 steps × 100 episodes of ~2 KB, a sample
+// object every step). The fake platform holds every request (storage PUTs
+// included) for platformLatency before serving it: the loopback has no
+// round trip, and a real platform is remote, so without it the benchmark
+// would measure only the CPU of two shared cores
+// (PRIME_SYNC_BENCH_LATENCY, a Go duration, sets another). Objects are
+// discarded after their rows are counted (rfttest's DiscardObjects).
+const (
+	sweepRuns       = 16
+	sweepSteps      = 50
+	platformLatency = 30 * time.Millisecond
+)
+
+var sweepTrainer = []string{"-episodes-per-step", "100", "-episode-text-bytes", "2000", "-step-delay", "0s", "-eval-every", "0"}
+
+func TestParallelRunsSyncSpeedUp(t *testing.T) {
+	start := time.Now()
+	runDirs := trainOfflineRunsWith(t, benchOfflineConfig, sweepRuns, sweepSteps, sweepTrainer...)
+	offline := filepath.Dir(runDirs[0])
+	t.Logf("trained %d offline runs in %s", len(runDirs), time.Since(start).Round(time.Second))
+	var objects, lines int
+	for _, d := range runDirs {
+		objects += len(offlineObjectNames(t, d))
+		_, _, posts := offlineMetrics(t, d)
+		lines += posts
+	}
+
+	latency := platformLatency
+	if v := os.Getenv("PRIME_SYNC_BENCH_LATENCY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			t.Fatalf("PRIME_SYNC_BENCH_LATENCY=%q: want a duration such as 30ms", v)
+		}
+		latency = d
+	}
+	rounds := 1
+	if v := os.Getenv("PRIME_SYNC_BENCH_ROUNDS"); v != "" {
+		if _, err := fmt.Sscan(v, &rounds); err != nil || rounds < 1 {
+			t.Fatalf("PRIME_SYNC_BENCH_ROUNDS=%q: want a count of at least 1", v)
+		}
+	}
+	wall := map[int][]time.Duration{}
+	for round := 1; round <= rounds; round++ {
+		for _, n := range []int{1, 4} {
+			// A fresh copy: no journal, so every run is synced whole.
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(offline)); err != nil {
+				t.Fatal(err)
+			}
+			platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, Latency: latency, DiscardObjects: true})
+			load := loadAverage()
+			began := time.Now()
+			res := runSync(t, platform, "--parallel-runs", itoa(n), dir)
+			took := time.Since(began)
+			if res.code != 0 {
+				t.Fatalf("--parallel-runs %d failed:\n%s", n, res)
+			}
+			checkSweep(t, platform, objects, lines, res)
+			platform.Close()
+			wall[n] = append(wall[n], took)
+			t.Logf("round %d: --parallel-runs %d: %s (%d requests; load average before %s, after %s)",
+				round, n, took.Round(10*time.Millisecond), len(platform.Requests()), load, loadAverage())
+		}
+	}
+	best := func(ds []time.Duration) time.Duration { return slices.Min(ds) }
+	t.Logf("%d runs × %d episodes (%d objects, %d metrics posts), platform latency %s per request:",
+		sweepRuns, sweepSteps*100, objects, lines, latency)
+	t.Logf("  --parallel-runs 1: %s", fmtDurations(wall[1]))
+	t.Logf("  --parallel-runs 4: %s", fmtDurations(wall[4]))
+	t.Logf("  speed-up (best of each): %.2f×", best(wall[1]).Seconds()/best(wall[4]).Seconds())
+}
+
+// checkSweep asserts the platform holds every run once: its metrics posts
+// and objects, each object confirmed once with all its rows.
+func checkSweep(t *testing.T, platform *rfttest.Server, objects, lines int, res syncResult) {
+	t.Helper()
+	runs := platform.Runs()
+	var gotObjects, gotPosts int
+	for _, r := range runs {
+		gotPosts += r.MetricPosts
+		for _, o := range r.Objects {
+			if !o.Confirmed {
+				t.Errorf("run %s: object %s put and never confirmed", r.ID, o.Key)
+			}
+			gotObjects++
+		}
+		if !r.Finalized {
+			t.Errorf("run %s not closed out", r.ID)
+		}
+	}
+	if len(runs) != sweepRuns || gotObjects != objects || gotPosts != lines {
+		t.Fatalf("%d runs, %d objects, %d metrics posts on the platform; want %d, %d, %d\n%s",
+			len(runs), gotObjects, gotPosts, sweepRuns, objects, lines, res)
+	}
+	if rows, want := platform.ConfirmedRows(), int64(sweepRuns*sweepSteps*100); rows != want {
+		t.Fatalf("%d rows confirmed, want %d: every episode once", rows, want)
+	}
+}
+
+// loadAverage is the 1-minute load average, or "?" off Linux.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(raw))[0]
+}
+
+func fmtDurations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Round(10 * time.Millisecond).String()
+	}
+	return strings.Join(parts, ", ")
 }

@@ -16,14 +16,21 @@ import (
 )
 
 // trainOfflineRuns plays n whole runs, one after another, through one
-// offline collector (run keys sync-run-1…n) and returns their run
-// directories once every run.json records its end.
+// offline collector (offlineSyncConfig; run keys sync-run-1…n) and returns
+// their run directories once every run.json records its end.
 func trainOfflineRuns(t *testing.T, n, steps int, trainerArgs ...string) []string {
+	t.Helper()
+	return trainOfflineRunsWith(t, offlineSyncConfig, n, steps, trainerArgs...)
+}
+
+// trainOfflineRunsWith is trainOfflineRuns through a collector on config,
+// which writes to ${env:PRIME_OFFLINE_DIR}.
+func trainOfflineRunsWith(t *testing.T, config string, n, steps int, trainerArgs ...string) []string {
 	t.Helper()
 	otelcol, trainer := binaries(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	c := startCollector(t, otelcol, offlineSyncConfig, "PRIME_OTLP_HTTP="+addr, "PRIME_OFFLINE_DIR="+dir, "PRIME_TEAM="+syncTeam)
+	c := startCollector(t, otelcol, config, "PRIME_OTLP_HTTP="+addr, "PRIME_OFFLINE_DIR="+dir, "PRIME_TEAM="+syncTeam)
 	for i := 1; i <= n; i++ {
 		runTrainer(t, trainer, addr, append([]string{"-steps", itoa(steps), "-step-delay", "2ms",
 			"-run-key", fmt.Sprintf("sync-run-%d", i), "-seed", itoa(i)}, trainerArgs...)...)

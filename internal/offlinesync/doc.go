@@ -44,7 +44,19 @@
 //
 // A sync holds an flock on sync.lock in the run directory for as long as
 // it works on the run, so two prime-sync processes never both send; the
-// second is told which directory is busy and leaves it.
+// second is told which directory is busy and leaves it. Within one sync
+// too: a directory named twice (a symlink) is synced under one name.
+//
+// # Many runs at once
+//
+// Sync works on Options.ParallelRuns runs at a time. The runs share
+// nothing but the platform: each has its own lock, journal and state, so
+// every rule above is a run's own and holds however many run at once, a
+// kill with several in flight included. Until the platform has accepted
+// the key once (keyCheck) the runs go one at a time, so that a refused
+// key is refused once. A run that fails is reported and the others go
+// on; only a refused key stops the runs not yet begun. The progress is one
+// over all runs (Progress hears every run's events).
 //
 // # Live runs
 //
