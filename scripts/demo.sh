@@ -8,6 +8,8 @@ export PRIME_OFFLINE_DIR="$OUT"
 HTTP_ADDR="${PRIME_OTLP_HTTP:-127.0.0.1:4318}"
 export PRIME_OTLP_HTTP="$HTTP_ADDR"
 export PRIME_OTLP_GRPC="${PRIME_OTLP_GRPC:-127.0.0.1:4317}"
+HEALTH_ADDR="${PRIME_HEALTH_ENDPOINT:-127.0.0.1:13133}"
+export PRIME_HEALTH_ENDPOINT="$HEALTH_ADDR"
 
 build_collector
 build_demotrainer
@@ -36,6 +38,9 @@ for _ in $(seq 1 150); do
   [ -n "$run_dir" ] && break
   sleep 0.2
 done
+# The readiness answer a Kubernetes probe would get (docs/operations.md#health).
+health=$( (exec 3<>"/dev/tcp/${HEALTH_ADDR%:*}/${HEALTH_ADDR##*:}" &&
+  printf 'GET /status HTTP/1.0\r\nHost: demo\r\n\r\n' >&3 && cat <&3) 2>/dev/null | tr -d '\r' | sed -n '1p;$p' | tr '\n' ' ')
 kill -TERM $collector; wait $collector || true
 trap - EXIT
 
@@ -60,4 +65,5 @@ echo
 echo "samples/: the step-keyed Parquet sample tables (every ${PRIME_STEP_INTERVAL:-10}th step):"
 ls -l "$run_dir/samples" 2>/dev/null | tail -n +2 || echo "  (none)"
 echo
+echo "Health, GET /status on $HEALTH_ADDR: ${health:-no answer}"
 echo "Collector log: $BUILD/collector.log"
