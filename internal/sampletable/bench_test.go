@@ -213,14 +213,7 @@ func BenchmarkSnappyFloor(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			bodies, attrs, textBytes := benchRecords(s, false)
 			eps := mapAll(b, bodies, attrs, nil)
-			var text []byte
-			for i := range eps {
-				for c := range len(Schema().Fields()) {
-					if v, ok := (&episodeCells{runID: "run-1", step: 10, eps: eps}).Str(c, i); ok {
-						text = append(text, v...)
-					}
-				}
-			}
+			text := AppendCellText(nil, "run-1", 10, eps)
 			dst := make([]byte, s2.MaxEncodedLen(flatparquet.PageSize))
 			b.SetBytes(int64(textBytes))
 			b.ReportAllocs()

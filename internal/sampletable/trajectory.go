@@ -120,6 +120,7 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 	var sb strings.Builder
 	sb.Grow(pjson.Size(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4))
 	var messages span
+	var repeats pjson.Repeats // a branch repeats the conversation before it
 	sb.WriteByte('[')
 	for i := 0; i < branches.Len(); i++ {
 		b := branches.At(i)
@@ -148,10 +149,10 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 			case k == branchMessages && i == branches.Len()-1 && v.Type() != pcommon.ValueTypeEmpty:
 				// The last non-empty "messages" is the one branchTail keeps.
 				start := sb.Len()
-				pjson.Write(&sb, v)
+				pjson.WriteRepeats(&sb, v, &repeats)
 				messages = span{start, sb.Len(), v.Type() == pcommon.ValueTypeSlice || v.Type() == pcommon.ValueTypeMap}
 			default:
-				pjson.Write(&sb, v)
+				pjson.WriteRepeats(&sb, v, &repeats)
 			}
 			return true
 		})
