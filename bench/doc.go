@@ -18,7 +18,8 @@
 //   - The Snappy floor is measured in the same run, on the same machine:
 //     each rep first compresses the load's own rows' cell text (its first
 //     episodes, mapped as the exporter maps them) in pages of the writer's
-//     size, timed in thread CPU. prime's CPU per episode is set against
+//     size, on every core at once as the collector under load runs, timed
+//     in each thread's CPU. prime's CPU per episode is set against
 //     debug's plus the floor, and its throughput against what the floor
 //     allows: debug's pace with the floor's CPU spread over the cores.
 //   - The load is built before the clock starts, down to its protobuf bytes,

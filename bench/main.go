@@ -137,12 +137,12 @@ func run(ctx context.Context, o options) error {
 		var floors []float64
 		for r := 1; r <= o.reps; r++ {
 			runtime.GC()
-			f, err := snappyFloor(ft, 500*time.Millisecond)
+			f, err := snappyFloor(ft, runtime.GOMAXPROCS(0), 500*time.Millisecond)
 			if err != nil {
 				return err
 			}
 			floors = append(floors, float64(f))
-			progress("load %s rep %d Snappy floor %.1f µs CPU per episode (%.1f KB of cell text each)", spec.name, r,
+			progress("load %s rep %d Snappy floor %.1f µs CPU per episode, every core compressing (%.1f KB of cell text each)", spec.name, r,
 				float64(f)/float64(time.Microsecond), float64(len(ft.text))/float64(ft.episodes)/1024)
 			for _, mode := range o.modes {
 				col := column{load: spec.name, mode: mode}

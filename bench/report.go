@@ -88,7 +88,7 @@ func (r *report) printLoad(w io.Writer, l *load, mode overflowMode) {
 			float64(f.cpuPer1k)/float64(time.Millisecond), float64(f.peakRSS)/(1<<20), float64(f.peakQueue)/(1<<20), f.wall.Seconds(), f.retries)
 	}
 	if fl, ok := r.floors[l.spec.name]; ok {
-		fmt.Fprintf(w, "%-10s %12.0f %9s %16.1f   (Snappy over the rows' cell text, one core; median of %d)\n", "floor", float64(time.Second)/float64(fl), "",
+		fmt.Fprintf(w, "%-10s %12.0f %9s %16.1f   (Snappy over the rows' cell text on every core at once; median of %d)\n", "floor", float64(time.Second)/float64(fl), "",
 			float64(fl)*1000/float64(time.Millisecond), r.reps)
 	}
 }

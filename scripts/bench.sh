@@ -5,7 +5,7 @@
 # ~200 KB episodes built before the clock starts; prime sends to the in-repo
 # fake platform, otlphttp to a counting sink, debug nowhere. Every rep also
 # times the Snappy floor: Snappy over the load's own rows' cell text, the
-# work BenchmarkSnappyFloor times, on one core of this machine. It prints,
+# work BenchmarkSnappyFloor times, on every core of this machine at once. It prints,
 # per load and queue mode (block_on_overflow true, "block", and false,
 # "refuse": the senders send a refused request again), episodes/s, MB/s,
 # collector CPU per 1,000 episodes, peak RSS and peak queue bytes, the

@@ -71,7 +71,9 @@ func Write(sb *strings.Builder, v pcommon.Value) {
 // is for one builder only, which must only be appended to while it is in
 // use; the zero value is ready.
 type Repeats struct {
-	byLen map[int][]written
+	// A trajectory has a few dozen long strings at most: a list checked by
+	// length first costs less than a map's allocations.
+	seen []written
 }
 
 type written struct {
@@ -90,8 +92,8 @@ func WriteRepeats(sb *strings.Builder, v pcommon.Value, r *Repeats) {
 }
 
 func (r *Repeats) writeString(sb *strings.Builder, s string) {
-	for _, w := range r.byLen[len(s)] {
-		if w.s == s {
+	for _, w := range r.seen {
+		if len(w.s) == len(s) && w.s == s {
 			// The builder's text up to its length never changes: String
 			// shares it, and the span is the same JSON as escaping s.
 			sb.WriteString(sb.String()[w.start:w.end])
@@ -100,10 +102,7 @@ func (r *Repeats) writeString(sb *strings.Builder, s string) {
 	}
 	start := sb.Len()
 	WriteString(sb, s)
-	if r.byLen == nil {
-		r.byLen = map[int][]written{}
-	}
-	r.byLen[len(s)] = append(r.byLen[len(s)], written{s, start, sb.Len()})
+	r.seen = append(r.seen, written{s, start, sb.Len()})
 }
 
 // WriteSorted writes v as JSON with every map's keys in byte order, so
