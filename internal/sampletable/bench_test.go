@@ -206,8 +206,9 @@ func BenchmarkFromRecord(b *testing.B) {
 }
 
 // BenchmarkSnappyFloor is the floor under the encoder: Snappy over the
-// same rows' text, in pages of the writer's size, which the contract
-// requires of any writer. MB/s counts the same input text as above.
+// same rows' text, column by column in pages of the writer's size, which
+// the contract requires of any writer (AppendCellText). MB/s counts the
+// same input text as above.
 func BenchmarkSnappyFloor(b *testing.B) {
 	for _, s := range benchShapes() {
 		b.Run(s.name, func(b *testing.B) {
