@@ -50,7 +50,11 @@ func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		return nil
 	}
 	retry := plog.NewLogs()
-	errs := pushEach(b.reg, ld.ResourceLogs(), retry.ResourceLogs(), plog.NewLogs, plog.Logs.ResourceLogs, sameResourceLogs, func(rls []plog.ResourceLogs, retry plog.Logs) error {
+	var same func(a, b plog.ResourceLogs) bool
+	if !e.cfg.persistentQueue() {
+		same = sameResourceLogs
+	}
+	errs := pushEach(b.reg, ld.ResourceLogs(), retry.ResourceLogs(), plog.NewLogs, plog.Logs.ResourceLogs, same, func(rls []plog.ResourceLogs, retry plog.Logs) error {
 		return e.pushResourceLogs(ctx, b, rls, retry)
 	})
 	if len(errs) == 0 {
@@ -70,6 +74,13 @@ type resourceEvents struct {
 
 // sameResourceLogs tells a trainer's requests apart from other data: their
 // records are pushed together (pushEach), one step's episodes in one object.
+// Only with the sending queue in memory: a persistent queue replays its
+// requests one by one after a restart and the batcher groups them anew, so
+// there an object must be made of one request's episodes, to be the same
+// object again, whose pending upload (or confirm whose answer was lost)
+// the replay resumes. In memory nothing outlives the process, and the
+// collector's retry brings back what a push handed back, which is pushed
+// together again as it was.
 func sameResourceLogs(a, b plog.ResourceLogs) bool {
 	return a.SchemaUrl() == b.SchemaUrl() && sameResource(a.Resource(), b.Resource())
 }

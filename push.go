@@ -45,8 +45,8 @@ const maxIdleConnsPerHost = 4 * maxRunsAtOnce
 // pushEach pushes a batch's resources and returns their errors; what
 // failed is in retry, in the batch's order, as push left it. One run's
 // resources are pushed in order, different runs at once (maxRunsAtOnce).
-// With same, neighbouring resources that same tells alike go to one push
-// call together, in order: exporterhelper's batcher appends the trainer's
+// With same (nil: never), neighbouring resources that same tells alike go
+// to one push call together, in order: exporterhelper's batcher appends the trainer's
 // requests side by side without merging their resources, and one call
 // sends a step's episodes as one object where one call per request sent
 // one object, with its presign → PUT → confirm, per request. Once a

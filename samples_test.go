@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -364,4 +365,17 @@ func TestAFailedStepOfRequestsPushedTogetherGoesBackUnderEachRequestsResource(t 
 	}
 	require.NoError(t, h.exp.pushLogs(ctx, back))
 	assert.Equal(t, []string{"step 20: q-b#0:0", "step 10: q-a#0:0 q-c#0:1"}, objects(t, h.onlyRun()))
+}
+
+func TestWithAPersistentQueueEachRequestIsItsOwnObjectSoAReplayRemakesIt(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		id := component.MustNewID("file_storage")
+		c.QueueConfig.Get().StorageID = &id
+	})
+	ld := batchOf(
+		events(trainRun("pq"), episode(10, "a")),
+		events(trainRun("pq"), episode(10, "b")),
+	)
+	require.NoError(t, h.exp.pushLogs(context.Background(), ld))
+	assert.Equal(t, []string{"step 10: q-a#0:0", "step 10: q-b#1:0"}, objects(t, h.onlyRun()))
 }
