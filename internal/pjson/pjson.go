@@ -85,6 +85,13 @@ type written struct {
 // costs about what the lookup does.
 const repeatMin = 128
 
+// Reset forgets every string, keeping the list's room, so that one
+// Repeats serves builder after builder without allocating.
+func (r *Repeats) Reset() {
+	clear(r.seen) // the strings are the caller's: do not keep them alive
+	r.seen = r.seen[:0]
+}
+
 // WriteRepeats is Write, taking strings written into sb before through r
 // from their first JSON.
 func WriteRepeats(sb *strings.Builder, v pcommon.Value, r *Repeats) {

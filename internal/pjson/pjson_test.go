@@ -229,4 +229,10 @@ func TestWriteRepeatsWritesWhatWriteWrites(t *testing.T) {
 	if n := len(r.seen); n != 2 {
 		t.Errorf("%d strings remembered, want the 2 distinct long ones", n)
 	}
+	r.Reset()
+	sb.Reset()
+	WriteRepeats(&sb, v, &r)
+	if want := Encode(v); sb.String() != want {
+		t.Fatalf("after Reset, WriteRepeats wrote\n%s\nwant\n%s", sb.String(), want)
+	}
 }
