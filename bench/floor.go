@@ -31,12 +31,15 @@ const (
 )
 
 // sampleFloorText maps the load's first requests, as the exporter would,
-// until floorEpisodes or floorBytes.
+// until floorEpisodes or floorBytes, and lays their cells out column by
+// column, as one object holds them.
 func sampleFloorText(l *load) (floorText, error) {
 	var ft floorText
+	var rows []sampletable.Episode
+	size := 0
 	now := time.Now()
 	for _, raw := range l.requests {
-		if ft.episodes >= floorEpisodes || len(ft.text) >= floorBytes {
+		if len(rows) >= floorEpisodes || size >= floorBytes {
 			break
 		}
 		req := plogotlp.NewExportRequest()
@@ -50,15 +53,21 @@ func sampleFloorText(l *load) (floorText, error) {
 					if err != nil {
 						return ft, fmt.Errorf("the load's episode does not map: %w", err)
 					}
-					ft.text = sampletable.AppendCellText(ft.text, "bench-run", rec.Step, rec.Rows)
-					ft.episodes += len(rec.Rows)
+					for _, ep := range rec.Rows {
+						rows = append(rows, ep)
+						size += ep.Size
+					}
 				}
 			}
 		}
 	}
-	if ft.episodes == 0 {
+	if len(rows) == 0 {
 		return ft, fmt.Errorf("load %s has no episode with a row", l.spec.name)
 	}
+	// One step's rows are one object's; the text is the same whatever the
+	// step, so the rows go together as one.
+	ft.text = sampletable.AppendCellText(nil, "bench-run", rows[0].Step, rows)
+	ft.episodes = len(rows)
 	return ft, nil
 }
 
