@@ -287,3 +287,10 @@ func validateAbsoluteURL(raw string) error {
 	}
 	return nil
 }
+
+// persistentQueue tells a sending queue kept in a storage extension, whose
+// requests a restart replays.
+func (c *Config) persistentQueue() bool {
+	q := c.QueueConfig.Get()
+	return q != nil && q.StorageID != nil
+}

@@ -145,7 +145,7 @@ func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lea
 		}
 		failed[endLoc] = true
 	}
-	copyRecords(retry, rl, failed)
+	copyRecords(retry, []plog.ResourceLogs{rl}, failed)
 	return err
 }
 

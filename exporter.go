@@ -358,11 +358,10 @@ func (s stopNotifier) Shutdown(ctx context.Context) error {
 // in memory while storage refuses writes, where the queue alone would drop
 // the requests it reads meanwhile (internal/queuestore).
 func (e *primeExporter) queueHost(host component.Host, signal string) component.Host {
-	q := e.cfg.QueueConfig.Get()
-	if q == nil || q.StorageID == nil {
+	if !e.cfg.persistentQueue() {
 		return host
 	}
-	return queuestore.Host(host, *q.StorageID, signal, e.logger)
+	return queuestore.Host(host, *e.cfg.QueueConfig.Get().StorageID, signal, e.logger)
 }
 
 // backend is nil in disabled mode and after shutdown: pushes drop

@@ -2,6 +2,7 @@ package primeexporter
 
 import (
 	"context"
+	"iter"
 	"strings"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -49,8 +50,12 @@ func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		return nil
 	}
 	retry := plog.NewLogs()
-	errs := pushEach(b.reg, ld.ResourceLogs(), retry.ResourceLogs(), plog.NewLogs, plog.Logs.ResourceLogs, func(rl plog.ResourceLogs, retry plog.Logs) error {
-		return e.pushResourceLogs(ctx, b, rl, retry)
+	var same func(a, b plog.ResourceLogs) bool
+	if !e.cfg.persistentQueue() {
+		same = sameResourceLogs
+	}
+	errs := pushEach(b.reg, ld.ResourceLogs(), retry.ResourceLogs(), plog.NewLogs, plog.Logs.ResourceLogs, same, func(rls []plog.ResourceLogs, retry plog.Logs) error {
+		return e.pushResourceLogs(ctx, b, rls, retry)
 	})
 	if len(errs) == 0 {
 		return nil
@@ -67,17 +72,46 @@ type resourceEvents struct {
 	endLoc        upload.Loc
 }
 
-func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rl plog.ResourceLogs, retry plog.Logs) error {
-	l, ok, err := acquire(ctx, b.reg, rl, retry.ResourceLogs(), runs.SignalLogs, logRecordCount(rl))
+// sameResourceLogs tells a trainer's requests apart from other data: their
+// records are pushed together (pushEach), one step's episodes in one object.
+// Only with the sending queue in memory: a persistent queue replays its
+// requests one by one after a restart and the batcher groups them anew, so
+// there an object must be made of one request's episodes, to be the same
+// object again, whose pending upload (or confirm whose answer was lost)
+// the replay resumes. In memory nothing outlives the process, and the
+// collector's retry brings back what a push handed back, which is pushed
+// together again as it was.
+func sameResourceLogs(a, b plog.ResourceLogs) bool {
+	return a.SchemaUrl() == b.SchemaUrl() && sameResource(a.Resource(), b.Resource())
+}
+
+// pushResourceLogs sends the records of rls, resources of one run alike in
+// their attributes, as one resource's: a record's Loc counts its scope
+// across them, in order.
+func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []plog.ResourceLogs, retry plog.Logs) error {
+	records := 0
+	for _, rl := range rls {
+		records += logRecordCount(rl)
+	}
+	l, ok, err := acquire(ctx, b.reg, rls, retry.ResourceLogs(), runs.SignalLogs, records)
 	if !ok {
 		return err
 	}
 	defer l.Release()
 	if l.IsEval() {
-		return e.pushEvalLogs(ctx, b, l, rl, retry)
+		var errs []error
+		for _, rl := range rls {
+			if err := e.pushEvalLogs(ctx, b, l, rl, retry); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) == 0 {
+			return nil
+		}
+		return platform.FirstRetryError(errs)
 	}
 
-	ev := e.sortEvents(b, l, rl)
+	ev := e.sortEvents(b, l, rls)
 	var errs []error
 	failedRows, err := l.PostSteps(ctx, runs.SignalLogs, ev.steps)
 	if err != nil {
@@ -107,72 +141,92 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rl plo
 	if ev.end != nil {
 		keep[ev.endLoc] = true
 	}
-	copyRecords(retry, rl, keep)
+	copyRecords(retry, rls, keep)
 	return platform.FirstRetryError(errs)
 }
 
-// sortEvents maps every record of a resource; what cannot be sent is
+// sortEvents maps every record of the resources; what cannot be sent is
 // counted and logged here.
-func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rl plog.ResourceLogs) resourceEvents {
+func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.ResourceLogs) resourceEvents {
 	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[stepmetrics.Row][]upload.Loc{}, episodes: newSamplesSink(b.uploader)}
-	for si, sl := range rl.ScopeLogs().All() {
-		for ri, lr := range sl.LogRecords().All() {
-			loc := upload.Loc{Scope: si, Record: ri}
-			switch name := eventName(lr); name {
-			case eventMetrics:
-				entries, rejected, coerced := stepmetrics.FromEvent(lr)
-				e.rejectPoints(b, l, runs.SignalLogs, rejected)
-				e.coercePoints(runs.SignalLogs, coerced)
-				ev.steps.Add(entries)
-				if len(entries) > 0 { // an event's entries share one row
-					row := entries[0].Row()
-					ev.metricRecords[row] = append(ev.metricRecords[row], loc)
-				}
-			case eventEpisode:
-				ev.episodes.accept(l, lr, loc)
-			case eventRunEnd:
-				end, err := runs.ParseEnd(lr.Attributes())
-				if err != nil {
-					b.warn.Warn("end\x00"+l.ID(), "prime.run.end has a bad status; the run is closed out as failed", zap.String("run_id", l.ID()), zap.Error(err))
-				}
-				if ev.end == nil {
-					ev.end, ev.endLoc = &end, loc
-				}
-			default:
-				e.tel.Skip(runs.SignalLogs, reject.NotAnEvent, 1)
-				if strings.HasPrefix(name, "prime.") {
-					b.warn.Warn("event\x00"+name, "Ignored a log record with an unknown prime.* event name", zap.String("event_name", name), zap.String("run_id", l.ID()))
-				}
+	for lr, loc := range eachRecord(rls) {
+		switch name := eventName(lr); name {
+		case eventMetrics:
+			entries, rejected, coerced := stepmetrics.FromEvent(lr)
+			e.rejectPoints(b, l, runs.SignalLogs, rejected)
+			e.coercePoints(runs.SignalLogs, coerced)
+			ev.steps.Add(entries)
+			if len(entries) > 0 { // an event's entries share one row
+				row := entries[0].Row()
+				ev.metricRecords[row] = append(ev.metricRecords[row], loc)
+			}
+		case eventEpisode:
+			ev.episodes.accept(l, lr, loc)
+		case eventRunEnd:
+			end, err := runs.ParseEnd(lr.Attributes())
+			if err != nil {
+				b.warn.Warn("end\x00"+l.ID(), "prime.run.end has a bad status; the run is closed out as failed", zap.String("run_id", l.ID()), zap.Error(err))
+			}
+			if ev.end == nil {
+				ev.end, ev.endLoc = &end, loc
+			}
+		default:
+			e.tel.Skip(runs.SignalLogs, reject.NotAnEvent, 1)
+			if strings.HasPrefix(name, "prime.") {
+				b.warn.Warn("event\x00"+name, "Ignored a log record with an unknown prime.* event name", zap.String("event_name", name), zap.String("run_id", l.ID()))
 			}
 		}
 	}
 	return ev
 }
 
-// copyRecords hands back to the collector only the records that failed.
-func copyRecords(dst plog.Logs, rl plog.ResourceLogs, keep map[upload.Loc]bool) {
-	var out plog.ResourceLogs
-	started := false
-	for si, sl := range rl.ScopeLogs().All() {
-		var outScope plog.ScopeLogs
-		scopeStarted := false
-		for ri, lr := range sl.LogRecords().All() {
-			if !keep[upload.Loc{Scope: si, Record: ri}] {
-				continue
+// eachRecord is every record of rls with its Loc: scopes counted across
+// the resources, in order.
+func eachRecord(rls []plog.ResourceLogs) iter.Seq2[plog.LogRecord, upload.Loc] {
+	return func(yield func(plog.LogRecord, upload.Loc) bool) {
+		scope := 0
+		for _, rl := range rls {
+			for _, sl := range rl.ScopeLogs().All() {
+				for ri, lr := range sl.LogRecords().All() {
+					if !yield(lr, upload.Loc{Scope: scope, Record: ri}) {
+						return
+					}
+				}
+				scope++
 			}
-			if !started {
-				out = dst.ResourceLogs().AppendEmpty()
-				rl.Resource().CopyTo(out.Resource())
-				out.SetSchemaUrl(rl.SchemaUrl())
-				started = true
+		}
+	}
+}
+
+// copyRecords hands back to the collector only the records that failed,
+// each under its own resource.
+func copyRecords(dst plog.Logs, rls []plog.ResourceLogs, keep map[upload.Loc]bool) {
+	scope := 0
+	for _, rl := range rls {
+		var out plog.ResourceLogs
+		started := false
+		for _, sl := range rl.ScopeLogs().All() {
+			var outScope plog.ScopeLogs
+			scopeStarted := false
+			for ri, lr := range sl.LogRecords().All() {
+				if !keep[upload.Loc{Scope: scope, Record: ri}] {
+					continue
+				}
+				if !started {
+					out = dst.ResourceLogs().AppendEmpty()
+					rl.Resource().CopyTo(out.Resource())
+					out.SetSchemaUrl(rl.SchemaUrl())
+					started = true
+				}
+				if !scopeStarted {
+					outScope = out.ScopeLogs().AppendEmpty()
+					sl.Scope().CopyTo(outScope.Scope())
+					outScope.SetSchemaUrl(sl.SchemaUrl())
+					scopeStarted = true
+				}
+				lr.CopyTo(outScope.LogRecords().AppendEmpty())
 			}
-			if !scopeStarted {
-				outScope = out.ScopeLogs().AppendEmpty()
-				sl.Scope().CopyTo(outScope.Scope())
-				outScope.SetSchemaUrl(sl.SchemaUrl())
-				scopeStarted = true
-			}
-			lr.CopyTo(outScope.LogRecords().AppendEmpty())
+			scope++
 		}
 	}
 }

@@ -27,8 +27,8 @@ func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) err
 	}
 	opts := stepmetrics.Options{StepMetric: e.cfg.Metrics.StepMetric}
 	retry := pmetric.NewMetrics()
-	errs := pushEach(b.reg, md.ResourceMetrics(), retry.ResourceMetrics(), pmetric.NewMetrics, pmetric.Metrics.ResourceMetrics, func(rm pmetric.ResourceMetrics, retry pmetric.Metrics) error {
-		return e.pushResourceMetrics(ctx, b, rm, opts, retry)
+	errs := pushEach(b.reg, md.ResourceMetrics(), retry.ResourceMetrics(), pmetric.NewMetrics, pmetric.Metrics.ResourceMetrics, nil, func(rms []pmetric.ResourceMetrics, retry pmetric.Metrics) error {
+		return e.pushResourceMetrics(ctx, b, rms[0], opts, retry)
 	})
 	if len(errs) == 0 {
 		return nil
@@ -39,7 +39,7 @@ func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) err
 // pushResourceMetrics sends one resource's rows, appending to retry what
 // failed.
 func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm pmetric.ResourceMetrics, opts stepmetrics.Options, retry pmetric.Metrics) error {
-	l, ok, err := acquire(ctx, b.reg, rm, retry.ResourceMetrics(), runs.SignalMetrics, dataPointCount(rm))
+	l, ok, err := acquire(ctx, b.reg, []pmetric.ResourceMetrics{rm}, retry.ResourceMetrics(), runs.SignalMetrics, dataPointCount(rm))
 	if !ok {
 		return err
 	}

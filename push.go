@@ -45,53 +45,73 @@ const maxIdleConnsPerHost = 4 * maxRunsAtOnce
 // pushEach pushes a batch's resources and returns their errors; what
 // failed is in retry, in the batch's order, as push left it. One run's
 // resources are pushed in order, different runs at once (maxRunsAtOnce).
-// Once a failure says the platform is down, the resources not yet started
-// go into retry unsent: they would only fail too, and sending them would
-// put a run's steps out of order. Whatever a resource left in retry is
-// marked as its run's data in the collector's retry, so that the run's
-// close-out waits for it; the resource itself is settled only once the
-// push is done with it.
+// With same (nil: never), neighbouring resources that same tells alike go
+// to one push call together, in order: exporterhelper's batcher appends the trainer's
+// requests side by side without merging their resources, and one call
+// sends a step's episodes as one object where one call per request sent
+// one object, with its presign → PUT → confirm, per request. Once a
+// failure says the platform is down, the resources not yet started go
+// into retry unsent: they would only fail too, and sending them would put
+// a run's steps out of order. Whatever a push left in retry is marked as
+// its run's data in the collector's retry, so that the run's close-out
+// waits for it; the resources themselves are settled only once the push
+// is done with them.
 //
-// push gets a retry of its own for each resource (newRetry; slice reads
-// its resources), so pushes at once never share pdata.
-func pushEach[R resourceData[R], S resourceSlice[R, S], P any](reg *runs.Registry, in, retry S, newRetry func() P, slice func(P) S, push func(R, P) error) []error {
+// push gets a retry of its own for each call (newRetry; slice reads its
+// resources), so pushes at once never share pdata.
+func pushEach[R resourceData[R], S resourceSlice[R, S], P any](reg *runs.Registry, in, retry S, newRetry func() P, slice func(P) S, same func(a, b R) bool, push func([]R, P) error) []error {
 	n := in.Len()
 	errs := make([]error, n)
-	retries := make([]P, n)
+	retries := make([]*P, n) // at each call's first resource
 	var down atomic.Pointer[error]
-	one := func(i int) {
-		rd := in.At(i)
+	one := func(unit []int) {
+		rds := make([]R, len(unit))
+		for k, i := range unit {
+			rds[k] = in.At(i)
+		}
 		p := newRetry()
-		retries[i] = p
+		retries[unit[0]] = &p
 		var err error
 		if d := down.Load(); d != nil {
 			err = *d
-			rd.CopyTo(slice(p).AppendEmpty())
-		} else if err = push(rd, p); err != nil && platform.Down(err) {
+			for _, rd := range rds {
+				rd.CopyTo(slice(p).AppendEmpty())
+			}
+		} else if err = push(rds, p); err != nil && platform.Down(err) {
 			down.CompareAndSwap(nil, &err)
 		}
-		errs[i] = err
+		errs[unit[0]] = err
 		out := slice(p)
 		appended := make([]pcommon.Resource, 0, out.Len())
 		for j := range out.Len() {
 			appended = append(appended, out.At(j).Resource())
 		}
-		reg.MarkHandedBack(rd.Resource(), appended)
-		reg.Settle(rd.Resource())
+		reg.MarkHandedBack(rds[0].Resource(), appended)
+		for _, rd := range rds {
+			reg.Settle(rd.Resource())
+		}
 	}
 
-	groups := map[string][]int{}
+	groups := map[string][][]int{} // per run, its calls
 	var order []string
 	for i, rd := range in.All() {
 		key := reg.RunKey(rd.Resource())
-		if _, ok := groups[key]; !ok {
+		units, ok := groups[key]
+		if !ok {
 			order = append(order, key)
 		}
-		groups[key] = append(groups[key], i)
+		// Only neighbours: a call's retry goes where its first resource
+		// was, so the retry keeps the batch's order.
+		if last := len(units) - 1; last >= 0 && same != nil && units[last][len(units[last])-1] == i-1 && same(in.At(units[last][0]), rd) {
+			units[last] = append(units[last], i)
+		} else {
+			units = append(units, []int{i})
+		}
+		groups[key] = units
 	}
 	if len(order) == 1 {
-		for _, i := range groups[order[0]] {
-			one(i)
+		for _, unit := range groups[order[0]] {
+			one(unit)
 		}
 	} else {
 		var wg sync.WaitGroup
@@ -100,8 +120,8 @@ func pushEach[R resourceData[R], S resourceSlice[R, S], P any](reg *runs.Registr
 			slots <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-slots }()
-				for _, i := range groups[key] {
-					one(i)
+				for _, unit := range groups[key] {
+					one(unit)
 				}
 			})
 		}
@@ -110,7 +130,9 @@ func pushEach[R resourceData[R], S resourceSlice[R, S], P any](reg *runs.Registr
 
 	var out []error
 	for i := range n {
-		slice(retries[i]).MoveAndAppendTo(retry)
+		if retries[i] != nil {
+			slice(*retries[i]).MoveAndAppendTo(retry)
+		}
 		if errs[i] != nil {
 			out = append(out, errs[i])
 		}
@@ -118,16 +140,44 @@ func pushEach[R resourceData[R], S resourceSlice[R, S], P any](reg *runs.Registr
 	return out
 }
 
-// acquire holds rd's run for a push. ok is false when there is nothing to
-// send: the data was skipped (counted and logged), or it went into retry
-// whole, with err.
-func acquire[R resourceData[R], S resourceSlice[R, S]](ctx context.Context, reg *runs.Registry, rd R, retry S, signal string, records int) (l runs.Lease, ok bool, err error) {
-	l, err = reg.Acquire(ctx, rd.Resource(), signal, records)
+// sameResource tells resources alike in everything their data is
+// attributed by: one trainer's requests carry the same resource. The
+// hand-back token does not count, so that what a push hands back is
+// pushed together again, as it was the first time: a step's failed
+// episodes make the same object, whose pending upload the retry resumes.
+func sameResource(a, b pcommon.Resource) bool {
+	if a.DroppedAttributesCount() != b.DroppedAttributesCount() {
+		return false
+	}
+	am, bm := a.Attributes(), b.Attributes()
+	n, same := 0, true
+	am.Range(func(k string, v pcommon.Value) bool {
+		if k == runs.AttrHandBack {
+			return true
+		}
+		n++
+		w, ok := bm.Get(k)
+		same = ok && v.Equal(w)
+		return same
+	})
+	if _, ok := bm.Get(runs.AttrHandBack); ok {
+		n++
+	}
+	return same && n == bm.Len()
+}
+
+// acquire holds the run of rds (resources of one run) for a push. ok is
+// false when there is nothing to send: the data was skipped (counted and
+// logged), or it went into retry whole, with err.
+func acquire[R resourceData[R], S resourceSlice[R, S]](ctx context.Context, reg *runs.Registry, rds []R, retry S, signal string, records int) (l runs.Lease, ok bool, err error) {
+	l, err = reg.Acquire(ctx, rds[0].Resource(), signal, records)
 	switch {
 	case errors.Is(err, runs.ErrSkipped):
 		return l, false, nil
 	case err != nil:
-		rd.CopyTo(retry.AppendEmpty())
+		for _, rd := range rds {
+			rd.CopyTo(retry.AppendEmpty())
+		}
 		return l, false, err
 	}
 	return l, true, nil

@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -109,4 +111,25 @@ func TestAPushThatFindsThePlatformDownHandsBackEveryRunsDataInTheBatchsOrder(t *
 		step, _ := retry.ResourceLogs().At(i).ScopeLogs().At(0).LogRecords().At(0).Attributes().Get("prime.step")
 		assert.Equal(t, int64(i+1), step.Int(), "resource %d keeps its records", i)
 	}
+}
+
+func TestResourcesAreAlikeWhateverTheirHandBackTokens(t *testing.T) {
+	res := func(attrs map[string]string, token int64) pcommon.Resource {
+		r := pcommon.NewResource()
+		resource(r, attrs)
+		if token != 0 {
+			r.Attributes().PutInt(runs.AttrHandBack, token)
+		}
+		return r
+	}
+	a := trainRun("x")
+	assert.True(t, sameResource(res(a, 0), res(a, 0)))
+	assert.True(t, sameResource(res(a, 1), res(a, 2)), "tokens differ")
+	assert.True(t, sameResource(res(a, 1), res(a, 0)), "one has a token")
+	assert.True(t, sameResource(res(a, 0), res(a, 1)), "the other has a token")
+	assert.False(t, sameResource(res(a, 0), res(trainRun("y"), 0)))
+	more := trainRun("x")
+	more["host.name"] = "n1"
+	assert.False(t, sameResource(res(a, 0), res(more, 0)), "an attribute more")
+	assert.False(t, sameResource(res(more, 0), res(a, 0)), "an attribute less")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -317,4 +318,64 @@ func TestOfflineModeWritesTheExactObjectBytesUnderTheRunsSamplesFolder(t *testin
 		assert.Equal(t, want, rows[0].Prompt)
 		assert.Equal(t, entries[0].Name(), rows[0].RunID)
 	}
+}
+
+// batchOf appends the parts' resources side by side, as exporterhelper's
+// batcher does with a trainer's requests.
+func batchOf(parts ...plog.Logs) plog.Logs {
+	ld := plog.NewLogs()
+	for _, p := range parts {
+		p.ResourceLogs().MoveAndAppendTo(ld.ResourceLogs())
+	}
+	return ld
+}
+
+func TestATrainersRequestsInOneBatchGoAsOneObjectPerStep(t *testing.T) {
+	h := newHarness(t, nil)
+	ld := batchOf(
+		events(trainRun("m"), episode(10, "a"), episode(10, "b")),
+		events(trainRun("m"), episode(10, "c"), episode(20, "d")),
+		events(trainRun("m"), episode(20, "e")),
+	)
+	require.NoError(t, h.exp.pushLogs(context.Background(), ld))
+	assert.Equal(t, []string{"step 10: q-a#0:0 q-b#0:1 q-c#0:2", "step 20: q-d#0:0 q-e#0:1"}, objects(t, h.onlyRun()))
+	assert.Equal(t, []string{"presign", "put", "confirm", "presign", "put", "confirm"}, routes(h.platform), "one object per step, not per request")
+}
+
+func TestAFailedStepOfRequestsPushedTogetherGoesBackUnderEachRequestsResource(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	// Step 10's confirm fails in place twice (a 500 is about this request):
+	// its records go back, each under the resource it came with.
+	h.platform.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 500}, rfttest.Fault{Status: 500})
+	first, second := trainRun("back"), trainRun("back")
+	err := h.exp.pushLogs(ctx, batchOf(
+		events(first, episode(10, "a"), episode(20, "b")),
+		events(second, episode(10, "c")),
+	))
+	var partial consumererror.Logs
+	require.ErrorAs(t, err, &partial)
+	back := partial.Data()
+	require.Equal(t, 2, back.ResourceLogs().Len(), "one resource per request that had records of the failed step")
+	for i, want := range []string{"q-a", "q-c"} {
+		rl := back.ResourceLogs().At(i)
+		require.Equal(t, 1, rl.ScopeLogs().At(0).LogRecords().Len())
+		prompt, _ := rl.ScopeLogs().At(0).LogRecords().At(0).Body().Map().Get("prompt")
+		assert.Equal(t, want, prompt.Str(), "resource %d", i)
+	}
+	require.NoError(t, h.exp.pushLogs(ctx, back))
+	assert.Equal(t, []string{"step 20: q-b#0:0", "step 10: q-a#0:0 q-c#0:1"}, objects(t, h.onlyRun()))
+}
+
+func TestWithAPersistentQueueEachRequestIsItsOwnObjectSoAReplayRemakesIt(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		id := component.MustNewID("file_storage")
+		c.QueueConfig.Get().StorageID = &id
+	})
+	ld := batchOf(
+		events(trainRun("pq"), episode(10, "a")),
+		events(trainRun("pq"), episode(10, "b")),
+	)
+	require.NoError(t, h.exp.pushLogs(context.Background(), ld))
+	assert.Equal(t, []string{"step 10: q-a#0:0", "step 10: q-b#1:0"}, objects(t, h.onlyRun()))
 }

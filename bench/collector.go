@@ -15,20 +15,23 @@ import (
 
 // sendingQueue is the one queue every exporter under test gets (issue 11):
 // in memory, bytes sizer, 256 MiB, 4 consumers, batches of 1–8 MiB or
-// 200 ms. block_on_overflow makes a full queue push back on the senders
-// rather than refuse their requests.
-const sendingQueue = `
+// 200 ms. With block, a full queue pushes back on the senders
+// (block_on_overflow: true) rather than refuse their requests, which the
+// senders then send again (see overflowModes).
+func sendingQueue(block bool) string {
+	return fmt.Sprintf(`
     sending_queue:
       enabled: true
       sizer: bytes
       queue_size: 268435456
       num_consumers: 4
-      block_on_overflow: true
+      block_on_overflow: %t
       batch:
         sizer: bytes
         min_size: 1048576
         max_size: 8388608
-        flush_timeout: 200ms`
+        flush_timeout: 200ms`, block)
+}
 
 // collectorConfig is one measured collector: the otlp gRPC receiver, one
 // exporter, the collector's own metrics in Prometheus form (debug's
@@ -39,6 +42,7 @@ type collectorConfig struct {
 	exporterID            string
 	exporterYAML          string
 	pprofAddr             string // "": no pprof extension
+	block                 bool   // block_on_overflow
 }
 
 func (c collectorConfig) render() string {
@@ -54,7 +58,7 @@ func (c collectorConfig) render() string {
 exporters:
   %s:%s%s
 service:
-`, c.grpcAddr, c.exporterID, c.exporterYAML, sendingQueue)
+`, c.grpcAddr, c.exporterID, c.exporterYAML, sendingQueue(c.block))
 	if c.pprofAddr != "" {
 		b.WriteString("  extensions: [pprof]\n")
 	}

@@ -10,9 +10,18 @@
 //   - One collector binary (bench/builder-config.yaml) and one config shape
 //     for all three: the otlp gRPC receiver and the same in-memory
 //     sending_queue (bytes sizer, 256 MiB, 4 consumers, batches of 1–8 MiB
-//     or 200 ms); only the exporter differs. The queue blocks on overflow,
-//     so a full queue slows the senders down, as it would a trainer, instead
-//     of making them retry.
+//     or 200 ms); only the exporter differs. Each configuration runs with
+//     the queue blocking when full (block_on_overflow: a full queue slows
+//     the senders down, as it would a trainer) and refusing when full (the
+//     senders send again after 20 ms, as an SDK retries): peak queue bytes
+//     depend on which, so the report has a column for each.
+//   - The Snappy floor is measured in the same run, on the same machine:
+//     each rep first compresses the load's own rows' cell text (its first
+//     episodes, mapped as the exporter maps them) in pages of the writer's
+//     size, on every core at once as the collector under load runs, timed
+//     in each thread's CPU. prime's CPU per episode is set against
+//     debug's plus the floor, and its throughput against what the floor
+//     allows: debug's pace with the floor's CPU spread over the cores.
 //   - The load is built before the clock starts, down to its protobuf bytes,
 //     and is sent over OTLP gRPC with a pass-through codec: the load
 //     generator shares the machine's cores with the collector, so it does no

@@ -21,8 +21,24 @@ type options struct {
 	reps       int
 	configs    []string
 	loads      []loadSpec
+	modes      []overflowMode
 	profileDir string // "": no profile
 }
+
+// overflowMode is what the sending queue does when full.
+type overflowMode string
+
+const (
+	// block: block_on_overflow, the receiver's call waits for room, so
+	// the senders slow down to the exporter's pace, as an SDK exporter
+	// waiting on its export call does.
+	block overflowMode = "block"
+	// refuse: the receiver refuses what does not fit (Unavailable) and the
+	// senders send it again after 20 ms, as an SDK exporter retries.
+	refuse overflowMode = "refuse"
+)
+
+var overflowModes = []overflowMode{block, refuse}
 
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("primebench", flag.ContinueOnError)
@@ -33,6 +49,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.run.timeout, "timeout", 10*time.Minute, "bound on one measured run")
 	fs.IntVar(&o.reps, "reps", 3, "reps per configuration, interleaved")
 	configs := fs.String("configs", strings.Join(configurations, ","), "configurations to run")
+	modes := fs.String("overflow", "block,refuse", "what a full sending queue does: block (block_on_overflow) and/or refuse; each mode is a column of the report")
 	small := fs.Int("small", 200_000, "episodes of the small load")
 	smallBytes := fs.Int("small-bytes", 2<<10, "encoded size of a small episode")
 	large := fs.Int("large", 4_000, "episodes of the large load")
@@ -48,6 +65,12 @@ func parseFlags(args []string) (options, error) {
 	}
 	if *quick {
 		o.reps, *small, *large = 1, *small/10, *large/10
+	}
+	for _, m := range strings.Split(*modes, ",") {
+		if !slices.Contains(overflowModes, overflowMode(m)) {
+			return o, fmt.Errorf("unknown -overflow mode %q (want some of %v)", m, overflowModes)
+		}
+		o.modes = append(o.modes, overflowMode(m))
 	}
 	o.configs = strings.Split(*configs, ",")
 	for _, c := range o.configs {
@@ -91,13 +114,14 @@ func main() {
 }
 
 // run measures each load in turn (one load's bytes in memory at a time),
-// reps interleaved across configurations, and prints the tables and ratios.
+// reps interleaved across overflow modes and configurations, each rep
+// starting with the Snappy floor at the load's text, and prints the tables
+// and ratios.
 func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(o.run.workDir, 0o755); err != nil {
 		return err
 	}
-	var loads []*load
-	figs := map[string]map[string]figures{}
+	rep := report{cores: runtime.GOMAXPROCS(0), reps: o.reps, figs: map[column]map[string]figures{}, floors: map[string]time.Duration{}}
 	for _, spec := range o.loads {
 		built := time.Now()
 		l, err := buildLoad(spec, runtime.GOMAXPROCS(0))
@@ -105,45 +129,73 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		progress("load %s: %d requests, %.1f MB, built in %s", spec.name, len(l.requests), float64(l.bytes)/1e6, time.Since(built).Round(time.Millisecond))
-		results := map[string][]result{}
-		for rep := 1; rep <= o.reps; rep++ {
-			for _, c := range o.configs {
-				runtime.GC() // the last run's garbage is not this run's cost
-				r, err := measure(ctx, o.run, l, c, rep, "", 0)
-				if err != nil {
-					return err
+		ft, err := sampleFloorText(l)
+		if err != nil {
+			return err
+		}
+		results := map[column]map[string][]result{}
+		var floors []float64
+		for r := 1; r <= o.reps; r++ {
+			runtime.GC()
+			f, err := snappyFloor(ft, runtime.GOMAXPROCS(0), 500*time.Millisecond)
+			if err != nil {
+				return err
+			}
+			floors = append(floors, float64(f))
+			progress("load %s rep %d Snappy floor %.1f µs CPU per episode, every core compressing (%.1f KB of cell text each)", spec.name, r,
+				float64(f)/float64(time.Microsecond), float64(len(ft.text))/float64(ft.episodes)/1024)
+			for _, mode := range o.modes {
+				col := column{load: spec.name, mode: mode}
+				if results[col] == nil {
+					results[col] = map[string][]result{}
 				}
-				progress("load %s rep %d %-8s %6.2f s  %8.0f episodes/s  CPU %6.2f s  peak RSS %4d MiB",
-					spec.name, rep, c, r.wall.Seconds(), float64(spec.episodes)/r.wall.Seconds(), r.cpu.Seconds(), r.peakRSS>>20)
-				results[c] = append(results[c], r)
+				for _, c := range o.configs {
+					runtime.GC() // the last run's garbage is not this run's cost
+					res, err := measure(ctx, o.run, l, c, mode, r, "", 0)
+					if err != nil {
+						return err
+					}
+					progress("load %s rep %d %-6s %-8s %6.2f s  %8.0f episodes/s  CPU %6.2f s  peak RSS %4d MiB  peak queue %4d MiB  retries %d",
+						spec.name, r, mode, c, res.wall.Seconds(), float64(spec.episodes)/res.wall.Seconds(), res.cpu.Seconds(), res.peakRSS>>20, res.peakQ>>20, res.retries)
+					results[col][c] = append(results[col][c], res)
+				}
 			}
 		}
-		figs[spec.name] = map[string]figures{}
-		for c, rs := range results {
-			figs[spec.name][c] = summarize(l, rs)
+		rep.floors[spec.name] = time.Duration(median(floors))
+		rep.loads = append(rep.loads, l)
+		for _, mode := range o.modes {
+			col := column{load: spec.name, mode: mode}
+			rep.cols = append(rep.cols, col)
+			rep.figs[col] = map[string]figures{}
+			for c, rs := range results[col] {
+				rep.figs[col][c] = summarize(l, rs)
+			}
 		}
 		if o.profileDir != "" && slices.Contains(o.configs, "prime") {
-			if err := profilePrime(ctx, o, l, figs[spec.name]["prime"].wall); err != nil {
+			col := column{load: spec.name, mode: o.modes[0]}
+			if err := profilePrime(ctx, o, l, o.modes[0], rep.figs[col]["prime"].wall); err != nil {
 				return err
 			}
 		}
-		printLoad(os.Stdout, l, o.reps, figs[spec.name])
+		for _, mode := range o.modes {
+			rep.printLoad(os.Stdout, l, mode)
+		}
 		l.requests = nil // the next load needs the memory
-		loads = append(loads, l)
 	}
-	printRatios(os.Stdout, loads, figs)
+	rep.printRatios(os.Stdout)
+	rep.printTargets(os.Stdout)
 	return nil
 }
 
 // profilePrime runs prime once more on l with the pprof extension and
 // writes its CPU profile over the measured runs' median span.
-func profilePrime(ctx context.Context, o options, l *load, span time.Duration) error {
+func profilePrime(ctx context.Context, o options, l *load, mode overflowMode, span time.Duration) error {
 	if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
 		return err
 	}
 	path := filepath.Join(o.profileDir, "prime-"+l.spec.name+".pprof")
 	runtime.GC()
-	if _, err := measure(ctx, o.run, l, "prime", 0, path, span); err != nil {
+	if _, err := measure(ctx, o.run, l, "prime", mode, 0, path, span); err != nil {
 		return err
 	}
 	progress("load %s: CPU profile of prime in %s", l.spec.name, path)

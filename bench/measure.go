@@ -32,7 +32,7 @@ type runOptions struct {
 // the clock from the first request sent to the last episode landed. With
 // profile set, it also writes a CPU profile of the collector over about
 // profileFor into that file.
-func measure(ctx context.Context, o runOptions, l *load, config string, rep int, profile string, profileFor time.Duration) (result, error) {
+func measure(ctx context.Context, o runOptions, l *load, config string, mode overflowMode, rep int, profile string, profileFor time.Duration) (result, error) {
 	grpcAddr, err := freeAddr()
 	if err != nil {
 		return result{}, err
@@ -51,15 +51,15 @@ func measure(ctx context.Context, o runOptions, l *load, config string, rep int,
 	}
 	defer tgt.close()
 	id, yaml := tgt.exporter()
-	cfg := collectorConfig{grpcAddr: grpcAddr, metricsHost: metricsHost, metricsPort: metricsPort, exporterID: id, exporterYAML: yaml}
+	cfg := collectorConfig{grpcAddr: grpcAddr, metricsHost: metricsHost, metricsPort: metricsPort, exporterID: id, exporterYAML: yaml, block: mode == block}
 	if profile != "" {
 		if cfg.pprofAddr, err = freeAddr(); err != nil {
 			return result{}, err
 		}
 	}
-	name := fmt.Sprintf("%s-%s-rep%d", l.spec.name, config, rep)
+	name := fmt.Sprintf("%s-%s-%s-rep%d", l.spec.name, mode, config, rep)
 	if profile != "" {
-		name = fmt.Sprintf("%s-%s-profile", l.spec.name, config)
+		name = fmt.Sprintf("%s-%s-%s-profile", l.spec.name, mode, config)
 	}
 	c, err := startCollector(ctx, o.collector, o.workDir, name, cfg)
 	if err != nil {

@@ -54,11 +54,30 @@ func median(vs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// printLoad prints one load's table.
-func printLoad(w io.Writer, l *load, reps int, figs map[string]figures) {
-	fmt.Fprintf(w, "\nload %s: %d episodes of ~%.1f KB (%.1f MB of OTLP in %d requests), %d runs; median of %d reps\n",
-		l.spec.name, l.spec.episodes, float64(l.bytes)/float64(l.spec.episodes)/1024, float64(l.bytes)/1e6,
-		len(l.requests), l.spec.runs, reps)
+// column is one load in one overflow mode: a column of the ratios.
+type column struct {
+	load string
+	mode overflowMode
+}
+
+func (c column) String() string { return c.load + " " + string(c.mode) }
+
+// report is every figure of a run.
+type report struct {
+	cores  int // the machine's, which the collector and the harness share
+	reps   int
+	loads  []*load
+	cols   []column
+	figs   map[column]map[string]figures
+	floors map[string]time.Duration // per load: the Snappy floor per episode
+}
+
+// printLoad prints one load's table in one overflow mode.
+func (r *report) printLoad(w io.Writer, l *load, mode overflowMode) {
+	figs := r.figs[column{l.spec.name, mode}]
+	fmt.Fprintf(w, "\nload %s, queue %s when full: %d episodes of ~%.1f KB (%.1f MB of OTLP in %d requests), %d runs; median of %d reps\n",
+		l.spec.name, mode, l.spec.episodes, float64(l.bytes)/float64(l.spec.episodes)/1024, float64(l.bytes)/1e6,
+		len(l.requests), l.spec.runs, r.reps)
 	fmt.Fprintf(w, "%-10s %12s %9s %16s %14s %12s %8s %8s\n", "config", "episodes/s", "MB/s", "CPU ms/1k ep", "peak RSS MiB", "peak queue", "wall s", "retries")
 	for _, c := range configurations {
 		f, ok := figs[c]
@@ -68,35 +87,148 @@ func printLoad(w io.Writer, l *load, reps int, figs map[string]figures) {
 		fmt.Fprintf(w, "%-10s %12.0f %9.1f %16.1f %14.0f %12.0f %8.2f %8d\n", c, f.episodesPerSec, f.mbPerSec,
 			float64(f.cpuPer1k)/float64(time.Millisecond), float64(f.peakRSS)/(1<<20), float64(f.peakQueue)/(1<<20), f.wall.Seconds(), f.retries)
 	}
+	if fl, ok := r.floors[l.spec.name]; ok {
+		fmt.Fprintf(w, "%-10s %12.0f %9s %16.1f   (Snappy over the rows' cell text on every core at once; median of %d)\n", "floor", float64(time.Second)/float64(fl), "",
+			float64(fl)*1000/float64(time.Millisecond), r.reps)
+	}
 }
 
-// printRatios ends the report: prime against each other configuration, for
-// throughput (higher is better for prime) and CPU per episode (lower is).
-func printRatios(w io.Writer, loads []*load, figs map[string]map[string]figures) {
-	fmt.Fprintf(w, "\n%-28s", "ratios")
-	for _, l := range loads {
-		fmt.Fprintf(w, " %10s", l.spec.name)
+// ratio is one row of the ratios: prime against a reference, in a column.
+type ratio struct {
+	label string
+	get   func(r *report, col column) (float64, bool)
+}
+
+// of is prime's figure over other's in the column.
+func of(other string, get func(figures) float64) func(*report, column) (float64, bool) {
+	return func(r *report, col column) (float64, bool) {
+		p, okP := r.figs[col]["prime"]
+		o, okO := r.figs[col][other]
+		if !okP || !okO || get(o) == 0 {
+			return 0, false
+		}
+		return get(p) / get(o), true
+	}
+}
+
+// floorCPU is prime's CPU per episode against debug's plus the Snappy
+// floor: how far prime is above the work no writer of the table avoids.
+func floorCPU(r *report, col column) (float64, bool) {
+	p, okP := r.figs[col]["prime"]
+	d, okD := r.figs[col]["debug"]
+	fl, okF := r.floors[col.load]
+	if !okP || !okD || !okF {
+		return 0, false
+	}
+	return float64(p.cpuPer1k) / (float64(d.cpuPer1k) + 1000*float64(fl)), true
+}
+
+// floorThroughput is prime's throughput against what the floor allows:
+// debug's pace with the Snappy floor's CPU added, spread over the cores
+// (1 / (1/debug + floor/cores)).
+func floorThroughput(r *report, col column) (float64, bool) {
+	p, okP := r.figs[col]["prime"]
+	d, okD := r.figs[col]["debug"]
+	fl, okF := r.floors[col.load]
+	if !okP || !okD || !okF || d.episodesPerSec == 0 {
+		return 0, false
+	}
+	allowed := 1 / (1/d.episodesPerSec + fl.Seconds()/float64(r.cores))
+	return p.episodesPerSec / allowed, true
+}
+
+func (r *report) ratios() []ratio {
+	eps := func(f figures) float64 { return f.episodesPerSec }
+	cpu := func(f figures) float64 { return float64(f.cpuPer1k) }
+	return []ratio{
+		{"throughput   prime/debug", of("debug", eps)},
+		{"throughput   prime/otlphttp", of("otlphttp", eps)},
+		{"throughput   prime/floor-bound", floorThroughput},
+		{"CPU/episode  prime/debug", of("debug", cpu)},
+		{"CPU/episode  prime/otlphttp", of("otlphttp", cpu)},
+		{"CPU/episode  prime/(debug+floor)", floorCPU},
+		{"peak queue   prime/otlphttp", of("otlphttp", func(f figures) float64 { return float64(f.peakQueue) })},
+		{"peak RSS     prime/otlphttp", of("otlphttp", func(f figures) float64 { return float64(f.peakRSS) })},
+	}
+}
+
+// printRatios ends the report: prime against each other configuration
+// and against the floor, for throughput (higher is better for prime), CPU
+// per episode, peak queue and peak RSS (lower is), per load and mode.
+func (r *report) printRatios(w io.Writer) {
+	fmt.Fprintf(w, "\n%-34s", "ratios")
+	for _, c := range r.cols {
+		fmt.Fprintf(w, " %14s", c)
 	}
 	fmt.Fprintln(w)
-	for _, row := range []struct {
-		label, other string
-		get          func(figures) float64
-	}{
-		{"throughput   prime/debug   ", "debug", func(f figures) float64 { return f.episodesPerSec }},
-		{"throughput   prime/otlphttp", "otlphttp", func(f figures) float64 { return f.episodesPerSec }},
-		{"CPU/episode  prime/debug   ", "debug", func(f figures) float64 { return float64(f.cpuPer1k) }},
-		{"CPU/episode  prime/otlphttp", "otlphttp", func(f figures) float64 { return float64(f.cpuPer1k) }},
-	} {
-		fmt.Fprint(w, row.label)
-		for _, l := range loads {
-			p, okP := figs[l.spec.name]["prime"]
-			o, okO := figs[l.spec.name][row.other]
-			if !okP || !okO || row.get(o) == 0 {
-				fmt.Fprintf(w, " %10s", "-")
-				continue
+	for _, row := range r.ratios() {
+		fmt.Fprintf(w, "%-34s", row.label)
+		for _, c := range r.cols {
+			if v, ok := row.get(r, c); ok {
+				fmt.Fprintf(w, " %14.2f", v)
+			} else {
+				fmt.Fprintf(w, " %14s", "-")
 			}
-			fmt.Fprintf(w, " %10.2f", row.get(p)/row.get(o))
 		}
 		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "(floor-bound: 1/(1/debug's episodes/s + floor/%d cores); the floor per episode is in each load's table)\n", r.cores)
+}
+
+// goal is one of issue 21's: a ratio, on the small (2 KB) or large
+// (200 KB) load, in the block mode or in every mode.
+type goal struct {
+	label    string
+	large    bool
+	allModes bool
+	get      func(*report, column) (float64, bool)
+	limit    float64
+	atMost   bool
+}
+
+func (r *report) goals() []goal {
+	row := map[string]func(*report, column) (float64, bool){}
+	for _, rt := range r.ratios() {
+		row[rt.label] = rt.get
+	}
+	return []goal{
+		{"CPU/episode  prime/(debug+floor)", true, false, row["CPU/episode  prime/(debug+floor)"], 1.15, true},
+		{"throughput   prime/floor-bound", true, false, row["throughput   prime/floor-bound"], 0.9, false},
+		{"throughput   prime/debug", false, false, row["throughput   prime/debug"], 0.6, false},
+		{"CPU/episode  prime/debug", false, false, row["CPU/episode  prime/debug"], 2.0, true},
+		{"peak queue   prime/otlphttp", false, true, row["peak queue   prime/otlphttp"], 2.0, true},
+	}
+}
+
+// printTargets says which of issue 21's targets this run meets. The first
+// load is the small one, the second the large one.
+func (r *report) printTargets(w io.Writer) {
+	if len(r.loads) < 2 {
+		return
+	}
+	fmt.Fprintln(w, "\ntargets (issue 21)")
+	for _, t := range r.goals() {
+		load := r.loads[0].spec.name
+		if t.large {
+			load = r.loads[1].spec.name
+		}
+		for _, c := range r.cols {
+			if c.load != load || (!t.allModes && c.mode != block) {
+				continue
+			}
+			v, ok := t.get(r, c)
+			if !ok {
+				continue
+			}
+			op, met := "≥", v >= t.limit
+			if t.atMost {
+				op, met = "≤", v <= t.limit
+			}
+			verdict := "met"
+			if !met {
+				verdict = "NOT met"
+			}
+			fmt.Fprintf(w, "  %-14s %-34s %6.2f  (target %s %.2f)  %s\n", c, t.label, v, op, t.limit, verdict)
+		}
 	}
 }

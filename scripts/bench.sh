@@ -3,16 +3,22 @@
 # ocb from bench/builder-config.yaml (otlp gRPC receiver; prime, debug and
 # otlphttp exporters) runs each configuration in turn on loads of ~2 KB and
 # ~200 KB episodes built before the clock starts; prime sends to the in-repo
-# fake platform, otlphttp to a counting sink, debug nowhere. It prints, per
-# load and configuration, episodes/s, MB/s, collector CPU per 1,000
-# episodes and peak RSS, then the ratios prime/debug and prime/otlphttp.
+# fake platform, otlphttp to a counting sink, debug nowhere. Every rep also
+# times the Snappy floor: Snappy over the load's own rows' cell text, the
+# work BenchmarkSnappyFloor times, on every core of this machine at once. It prints,
+# per load and queue mode (block_on_overflow true, "block", and false,
+# "refuse": the senders send a refused request again), episodes/s, MB/s,
+# collector CPU per 1,000 episodes, peak RSS and peak queue bytes, the
+# floor, then the ratios (prime/debug, prime/otlphttp, prime against debug
+# plus the floor) and which of issue 21's targets the run meets.
 #
 #   bash scripts/bench.sh              # the full loads, 3 reps (several minutes)
 #   bash scripts/bench.sh --quick      # a tenth of each load, 1 rep: a smoke run
 #   bash scripts/bench.sh --profile    # also a CPU profile of prime per load, top 15
 #
 # Other arguments go to the harness (bench/), e.g. -reps 5, -small 100000,
-# -large 2000, -configs prime,debug; see `go run ./bench -h` from bench/.
+# -large 2000, -configs prime,debug, -overflow block; see `go run ./bench -h`
+# from bench/.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BENCH_OTELCOL="$BUILD/otelcol-bench/otelcol-bench"

@@ -61,7 +61,55 @@ func Encode(v pcommon.Value) string {
 
 // Write writes v as JSON, map keys in their stored order.
 func Write(sb *strings.Builder, v pcommon.Value) {
-	write(sb, v, false)
+	write(sb, v, false, nil)
+}
+
+// Repeats remembers where long strings went into one builder, so that a
+// string written there again is copied from its first JSON instead of
+// escaped anew: a trajectory's branches each repeat the conversation
+// before them, so most of a multi-turn trajectory's text is a repeat. It
+// is for one builder only, which must only be appended to while it is in
+// use; the zero value is ready.
+type Repeats struct {
+	// A trajectory has a few dozen long strings at most: a list checked by
+	// length first costs less than a map's allocations.
+	seen []written
+}
+
+type written struct {
+	s          string
+	start, end int
+}
+
+// repeatMin is the shortest string Repeats remembers: below it, escaping
+// costs about what the lookup does.
+const repeatMin = 128
+
+// Reset forgets every string, keeping the list's room, so that one
+// Repeats serves builder after builder without allocating.
+func (r *Repeats) Reset() {
+	clear(r.seen) // the strings are the caller's: do not keep them alive
+	r.seen = r.seen[:0]
+}
+
+// WriteRepeats is Write, taking strings written into sb before through r
+// from their first JSON.
+func WriteRepeats(sb *strings.Builder, v pcommon.Value, r *Repeats) {
+	write(sb, v, false, r)
+}
+
+func (r *Repeats) writeString(sb *strings.Builder, s string) {
+	for _, w := range r.seen {
+		if len(w.s) == len(s) && w.s == s {
+			// The builder's text up to its length never changes: String
+			// shares it, and the span is the same JSON as escaping s.
+			sb.WriteString(sb.String()[w.start:w.end])
+			return
+		}
+	}
+	start := sb.Len()
+	WriteString(sb, s)
+	r.seen = append(r.seen, written{s, start, sb.Len()})
 }
 
 // WriteSorted writes v as JSON with every map's keys in byte order, so
@@ -69,14 +117,18 @@ func Write(sb *strings.Builder, v pcommon.Value) {
 // sort is stable: a map holding one key twice (pdata does not forbid it)
 // keeps both, in their stored order.
 func WriteSorted(sb *strings.Builder, v pcommon.Value) {
-	write(sb, v, true)
+	write(sb, v, true, nil)
 }
 
-func write(sb *strings.Builder, v pcommon.Value, sorted bool) {
+func write(sb *strings.Builder, v pcommon.Value, sorted bool, r *Repeats) {
 	var scratch [32]byte
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
-		WriteString(sb, v.Str())
+		if s := v.Str(); r != nil && len(s) >= repeatMin {
+			r.writeString(sb, s)
+		} else {
+			WriteString(sb, s)
+		}
 	case pcommon.ValueTypeInt:
 		sb.Write(strconv.AppendInt(scratch[:0], v.Int(), 10))
 	case pcommon.ValueTypeDouble:
@@ -95,7 +147,7 @@ func write(sb *strings.Builder, v pcommon.Value, sorted bool) {
 				sb.WriteByte(',')
 			}
 			first = false
-			writeMember(sb, k, mv, false)
+			writeMember(sb, k, mv, false, r)
 			return true
 		})
 		sb.WriteByte('}')
@@ -106,7 +158,7 @@ func write(sb *strings.Builder, v pcommon.Value, sorted bool) {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			write(sb, sl.At(i), sorted)
+			write(sb, sl.At(i), sorted, r)
 		}
 		sb.WriteByte(']')
 	case pcommon.ValueTypeBytes:
@@ -118,10 +170,10 @@ func write(sb *strings.Builder, v pcommon.Value, sorted bool) {
 	}
 }
 
-func writeMember(sb *strings.Builder, k string, v pcommon.Value, sorted bool) {
+func writeMember(sb *strings.Builder, k string, v pcommon.Value, sorted bool, r *Repeats) {
 	WriteString(sb, k)
 	sb.WriteByte(':')
-	write(sb, v, sorted)
+	write(sb, v, sorted, r)
 }
 
 func writeSortedMap(sb *strings.Builder, m pcommon.Map) {
@@ -140,7 +192,7 @@ func writeSortedMap(sb *strings.Builder, m pcommon.Map) {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		writeMember(sb, mb.k, mb.v, true)
+		writeMember(sb, mb.k, mb.v, true, nil)
 	}
 	sb.WriteByte('}')
 }

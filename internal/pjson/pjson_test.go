@@ -206,3 +206,33 @@ func checkString(t *testing.T, s string) {
 		t.Fatalf("IndexSpecial(%q) = %d, want %d", s, got, want0)
 	}
 }
+
+func TestWriteRepeatsWritesWhatWriteWrites(t *testing.T) {
+	long := strings.Repeat("a \"quoted\" line\n\u2028", 20) + "\xff"
+	other := strings.Repeat("b", len(long)) // the same length, other text
+	v := pcommon.NewValueSlice()
+	for _, branch := range [][]string{{long}, {long, other}, {long, other, long, "short"}} {
+		msgs := v.Slice().AppendEmpty().SetEmptyMap().PutEmptySlice("messages")
+		for _, s := range branch {
+			msgs.AppendEmpty().SetEmptyMap().PutStr("content", s)
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString("prefix:")
+	var r Repeats
+	WriteRepeats(&sb, v, &r)
+	sb.WriteByte(',')
+	WriteRepeats(&sb, v, &r) // every long string a repeat now
+	if want := "prefix:" + Encode(v) + "," + Encode(v); sb.String() != want {
+		t.Fatalf("WriteRepeats wrote\n%s\nwant\n%s", sb.String(), want)
+	}
+	if n := len(r.seen); n != 2 {
+		t.Errorf("%d strings remembered, want the 2 distinct long ones", n)
+	}
+	r.Reset()
+	sb.Reset()
+	WriteRepeats(&sb, v, &r)
+	if want := Encode(v); sb.String() != want {
+		t.Fatalf("after Reset, WriteRepeats wrote\n%s\nwant\n%s", sb.String(), want)
+	}
+}

@@ -3,6 +3,7 @@ package sampletable
 import (
 	"errors"
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
@@ -112,6 +113,10 @@ func notABranch(f field, i int, kind string) error {
 	return rejection(reject.BadValue, f.key(), "%s[%d] must be a map, got %s", f.name(), i, kind)
 }
 
+// repeatsPool keeps the lists of listTrajectory's repeats between
+// trajectories.
+var repeatsPool = sync.Pool{New: func() any { return new(pjson.Repeats) }}
+
 func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, error) {
 	t := trajectory{branches: branches.Len()}
 	if t.branches == 0 {
@@ -120,6 +125,12 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 	var sb strings.Builder
 	sb.Grow(pjson.Size(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4))
 	var messages span
+	// A branch repeats the conversation before it: the repeats are copied.
+	repeats := repeatsPool.Get().(*pjson.Repeats)
+	defer func() {
+		repeats.Reset()
+		repeatsPool.Put(repeats)
+	}()
 	sb.WriteByte('[')
 	for i := 0; i < branches.Len(); i++ {
 		b := branches.At(i)
@@ -148,10 +159,10 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 			case k == branchMessages && i == branches.Len()-1 && v.Type() != pcommon.ValueTypeEmpty:
 				// The last non-empty "messages" is the one branchTail keeps.
 				start := sb.Len()
-				pjson.Write(&sb, v)
+				pjson.WriteRepeats(&sb, v, repeats)
 				messages = span{start, sb.Len(), v.Type() == pcommon.ValueTypeSlice || v.Type() == pcommon.ValueTypeMap}
 			default:
-				pjson.Write(&sb, v)
+				pjson.WriteRepeats(&sb, v, repeats)
 			}
 			return true
 		})
