@@ -266,7 +266,13 @@ func TestConcurrentPUTsReuseTheirConnectionsRatherThanDiallingAnew(t *testing.T)
 	round()
 	mu.Lock()
 	defer mu.Unlock()
-	if conns != inFlight {
-		t.Fatalf("%d connections for two rounds of %d PUTs at once, want %d: the second round dialled anew", conns, inFlight, inFlight)
+	// Go's default of two idle connections a host would dial 14 anew in
+	// the second round. A loaded machine (CI under -race) has been seen to
+	// let a connection or two miss the pool (net/http gives up reusing one
+	// whose request write it has not seen finish within 50 ms), so the
+	// test allows a few, far below what the default costs.
+	const slack = 4
+	if conns < inFlight || conns > inFlight+slack {
+		t.Fatalf("%d connections for two rounds of %d PUTs at once, want %d (at most %d more): the second round dialled anew", conns, inFlight, inFlight, slack)
 	}
 }
