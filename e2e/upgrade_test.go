@@ -102,7 +102,7 @@ func copyFiles(t *testing.T, src, dst string) {
 // upgradeReleases are the folders of testdata/upgrade, one per release
 // whose storage today's build must read, named by its commit: 60ee5a3
 // (a key per delivered episode, with a log of markings) and 39ce4dd (the
-// same layout).
+// same layout, the release before the per-step delivered sets).
 func upgradeReleases(t *testing.T) []string {
 	t.Helper()
 	entries, err := os.ReadDir(filepath.Join("testdata", "upgrade"))
@@ -131,6 +131,9 @@ func TestTodaysBuildGoesOnWithARunFromTheReleasesFileStorage(t *testing.T) {
 			out := c.out.String()
 			if !strings.Contains(out, "Restored runs from storage") {
 				fatalf(t, c, "today's build did not restore the release's run")
+			}
+			if !strings.Contains(out, "Moved the delivered episodes an earlier release stored for prime.run.key=\"upgrade-run\" to the per-step layout") {
+				fatalf(t, c, "today's build did not move the release's delivered episodes to the per-step layout")
 			}
 		})
 	}
