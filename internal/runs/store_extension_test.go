@@ -78,15 +78,15 @@ func TestAStoredRunKeepsItsNewestStepsWithinTheBoundAcrossARestart(t *testing.T)
 	}
 }
 
+// decodeIndexOf reads a run's whole index back from storage.
 func decodeIndexOf(t *testing.T, client storage.Client, run string) (*deliveredIndex, error) {
 	t.Helper()
-	raw, err := client.Get(context.Background(), storeStepIndex+run)
+	rs, damage, err := NewExtensionStore(client, ExtensionOptions{}).readSteps(context.Background(), run)
 	require.NoError(t, err)
-	x, damage := decodeStepIndex(raw)
-	if damage != "" {
-		t.Fatalf("stored index damaged: %s", damage)
+	if damage != "" || rs == nil {
+		t.Fatalf("stored index damaged or missing: %q", damage)
 	}
-	return x, nil
+	return rs.all(), nil
 }
 
 // countingClient counts the values a store reads and writes.
@@ -193,7 +193,7 @@ func TestConcurrentMarkingsOfOneRunKeepItsIndexConsistent(t *testing.T) {
 	assert.Equal(t, 80, client.Keys(storeStepPrefix))
 }
 
-func TestAStepIndexReadsBackAsWrittenAndRefusesAnyDamage(t *testing.T) {
+func TestAStepIndexChunkAndHeaderReadBackAsWrittenAndAChunkRefusesAnyDamage(t *testing.T) {
 	x := newDeliveredIndex([]stepPart{
 		{step: legacyStep, part: 0, n: 8192}, {step: legacyStep, part: 1, n: 3},
 		{step: math.MinInt64 + 1, part: 0, n: 1}, {step: -5, part: 0, n: 7}, {step: 0, part: 0, n: 1},
@@ -203,6 +203,10 @@ func TestAStepIndexReadsBackAsWrittenAndRefusesAnyDamage(t *testing.T) {
 	back, damage := decodeStepIndex(raw)
 	require.Empty(t, damage)
 	assert.Equal(t, x, back)
+	chunks := []int64{-1 << 55, -3, 0, 1, 1 << 40}
+	back2, damage := decodeHeader(encodeHeader(chunks))
+	require.Empty(t, damage)
+	assert.Equal(t, chunks, back2, "a header")
 	for i := range raw {
 		for _, bit := range []byte{1, 0x80} {
 			bad := append([]byte(nil), raw...)
@@ -270,8 +274,7 @@ func TestWhatTheReleaseBeforeStoredIsMovedOnLoadAndStaysDeliveredAtEveryStep(t *
 	markSteps(t, s, "key\x00c", 1, 1+maxStoredDelivered/8192, 8192)
 	markSteps(t, s, "key\x00c", 1000, 1001, 1)
 	assert.False(t, delivered(t, s, "key\x00c", 4, 3), "the moved set is pruned first")
-	_, legacy := s.steps.get("key\x00c")
-	assert.Nil(t, legacy, "and no longer held in memory")
+	assert.Nil(t, s.steps.run("key\x00c").legacy, "and no longer held in memory")
 	assert.Equal(t, 0, client.Keys(stepPartKey("key\x00c", legacyStep, 0)))
 }
 

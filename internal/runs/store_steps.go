@@ -21,24 +21,33 @@ import (
 // so that a marking writes one value, not a key per episode. With a key
 // per episode, file_storage (bbolt) dirtied about one leaf page per
 // episode on random keys, and more distinct leaves per commit as the tree
-// filled: CPU per episode rose by about a fifth over a 1,000,000-episode
-// run (docs/performance.md). The keys:
+// filled: CPU per episode rose over a 1,000,000-episode run (docs/
+// performance.md, Over a million episodes). The keys:
 //
 //   - deliveredstep/<step>/<part>/<key>: one part of a step's delivered
 //     fingerprints, sorted, 8 bytes each (little-endian). A step's first
 //     part is 0; a part holds at most maxPartFingerprints, so that a step
 //     of very many episodes (an evaluation's samples, which have no step)
 //     is not rewritten whole by every marking.
-//   - deliveredsteps/<key>: the run's step index, which parts of which
-//     steps it holds and how many fingerprints each (binary, checksummed).
+//   - deliveredchunk/<chunk>/<key>: the run's index of the steps
+//     [chunk×256, chunk×256+255]: which parts of them it holds and how
+//     many fingerprints each (binary, checksummed, under 1 KB for a run
+//     with a part per step);
+//   - deliveredsteps/<key>: the run's header, which chunks it holds
+//     (binary, checksummed), written only when a chunk comes or goes;
 //   - deliveredlayout: "steps" once the layout below was moved.
 //
-// Delivered reads the step's parts (one Get for a step of fewer than
-// maxPartFingerprints episodes); MarkDelivered rewrites the step's last
-// part and the index, in one batch (one transaction in file_storage), and
-// deletes the oldest parts whole while the run holds more than
-// maxStoredDelivered fingerprints: a window of steps, the newest kept,
-// as the layout before kept the newest markings.
+// The index is read whole at a run's first use and kept in memory (some
+// 24 bytes a part). Delivered reads the step's parts (one Get for a step
+// of fewer than maxPartFingerprints episodes); MarkDelivered rewrites the
+// step's last part and its chunk, in one batch (one transaction in
+// file_storage), and deletes the oldest parts whole while the run holds
+// more than maxStoredDelivered fingerprints: a window of steps, the
+// newest kept, as the layout before kept the newest markings. What a
+// marking writes and copies does not grow with the window: with a single
+// index value for the whole window (8 KB at 2,600 steps of 100 episodes)
+// a marking took 7× the time once the window was full, and the soak's
+// CPU per episode was 8 % higher at its end than at 10 %.
 //
 // The layout before (a key per episode, delivered/<key>/<fp hex>, with a
 // log of markings under deliveredlog/ and deliveredhead/) is moved on
@@ -51,6 +60,7 @@ import (
 const (
 	storeStepPrefix  = "deliveredstep/"
 	storeStepIndex   = "deliveredsteps/"
+	storeChunkPrefix = "deliveredchunk/"
 	storeLayoutKey   = "deliveredlayout"
 	storeLayoutSteps = "steps"
 
@@ -67,10 +77,22 @@ const maxPartFingerprints = 8192
 // legacyStep holds what the layout before kept: its steps are unknown.
 const legacyStep = math.MinInt64
 
-// stepIndexMagic starts an encoded step index (its format's version).
-var stepIndexMagic = []byte("dsi1")
+// stepIndexMagic starts an encoded chunk of a step index, stepHeaderMagic
+// a run's header (their format's version).
+var (
+	stepIndexMagic  = []byte("dsi1")
+	stepHeaderMagic = []byte("dsh1")
+)
 
-// deliveredIndex is a run's step index; a published one is not changed.
+// chunkOf is the chunk of the index that holds step.
+func chunkOf(step int64) int64 { return step >> 8 }
+
+func chunkKey(runKey string, chunk int64) string {
+	return storeChunkPrefix + strconv.FormatInt(chunk, 10) + "/" + runKey
+}
+
+// deliveredIndex is a list of parts, by step then part: a chunk as stored,
+// or a run's whole index.
 type deliveredIndex struct {
 	parts []stepPart // by step, then part
 	held  int64
@@ -239,36 +261,155 @@ func mergeSorted(a, b []uint64) []uint64 {
 	return append(append(out, a[i:]...), b[j:]...)
 }
 
-// stepIndexes are the runs' step indexes read so far, and the fingerprints
-// of the layout before of the runs that still have them.
+// encodeHeader writes a run's header: its chunks, ascending.
+func encodeHeader(chunks []int64) []byte {
+	b := append(make([]byte, 0, len(stepHeaderMagic)+8+2*len(chunks)), stepHeaderMagic...)
+	b = binary.AppendUvarint(b, uint64(len(chunks)))
+	prev := int64(0)
+	for _, c := range chunks {
+		b = binary.AppendVarint(b, c-prev)
+		prev = c
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+func decodeHeader(raw []byte) ([]int64, string) {
+	if !bytes.HasPrefix(raw, stepHeaderMagic) {
+		return nil, "not a step index"
+	}
+	if len(raw) < len(stepHeaderMagic)+4 {
+		return nil, "truncated"
+	}
+	body := raw[:len(raw)-4]
+	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(raw[len(raw)-4:]) {
+		return nil, "checksum mismatch: truncated or altered"
+	}
+	r := body[len(stepHeaderMagic):]
+	n, k := binary.Uvarint(r)
+	if k <= 0 || n > uint64(len(r)) {
+		return nil, "bad entry count"
+	}
+	r = r[k:]
+	out := make([]int64, 0, n)
+	prev := int64(0)
+	for range n {
+		d, k := binary.Varint(r)
+		if k <= 0 {
+			return nil, "truncated"
+		}
+		r = r[k:]
+		c := prev + d
+		if len(out) > 0 && c <= out[len(out)-1] {
+			return nil, "entries out of order"
+		}
+		out = append(out, c)
+		prev = c
+	}
+	if len(r) != 0 {
+		return nil, "trailing bytes"
+	}
+	return out, ""
+}
+
+// runSteps is a run's index in memory: its chunks' parts, the chunks in
+// order, the fingerprints they hold, and the legacy fingerprints (nil
+// when it holds none). The markings (under logMu) change it under
+// stepIndexes.mu; Delivered reads it under that mutex.
+type runSteps struct {
+	chunks map[int64][]stepPart
+	order  []int64
+	held   int64
+	legacy []uint64
+}
+
+func newRunSteps(parts []stepPart) *runSteps {
+	rs := &runSteps{chunks: map[int64][]stepPart{}}
+	for _, p := range parts {
+		c := chunkOf(p.step)
+		if _, ok := rs.chunks[c]; !ok {
+			rs.order = append(rs.order, c)
+		}
+		rs.chunks[c] = append(rs.chunks[c], p)
+		rs.held += p.n
+	}
+	slices.Sort(rs.order)
+	for _, c := range rs.order {
+		slices.SortFunc(rs.chunks[c], cmpPart)
+	}
+	return rs
+}
+
+// all is the run's whole index.
+func (rs *runSteps) all() *deliveredIndex {
+	var parts []stepPart
+	for _, c := range rs.order {
+		parts = append(parts, rs.chunks[c]...)
+	}
+	return newDeliveredIndex(parts)
+}
+
+// writes are the values of the whole index.
+func (rs *runSteps) writes(runKey string) []*storage.Operation {
+	ops := []*storage.Operation{storage.SetOperation(storeStepIndex+runKey, encodeHeader(rs.order))}
+	for _, c := range rs.order {
+		ops = append(ops, storage.SetOperation(chunkKey(runKey, c), newDeliveredIndex(rs.chunks[c]).encode()))
+	}
+	return ops
+}
+
+func cmpPart(a, b stepPart) int {
+	if partLess(a, b) {
+		return -1
+	}
+	if partLess(b, a) {
+		return 1
+	}
+	return 0
+}
+
+// stepIndexes are the runs' indexes read so far.
 type stepIndexes struct {
 	mu       sync.Mutex
-	runs     map[string]*deliveredIndex
-	legacy   map[string][]uint64
+	runs     map[string]*runSteps
 	reported map[string]bool // damaged parts said once
 }
 
 func newStepIndexes() stepIndexes {
-	return stepIndexes{runs: map[string]*deliveredIndex{}, legacy: map[string][]uint64{}, reported: map[string]bool{}}
+	return stepIndexes{runs: map[string]*runSteps{}, reported: map[string]bool{}}
 }
 
-func (c *stepIndexes) get(runKey string) (*deliveredIndex, []uint64) {
+// run is the run's index, nil before its first use; only a marking (under
+// logMu) may read it without the mutex.
+func (c *stepIndexes) run(runKey string) *runSteps {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.runs[runKey], c.legacy[runKey]
+	return c.runs[runKey]
 }
 
-// put publishes a run's index; legacy is nil when it holds no legacy
-// part.
-func (c *stepIndexes) put(runKey string, x *deliveredIndex, legacy []uint64) {
+// lookup copies the parts of step and the legacy fingerprints; ok is
+// false before the run's first use.
+func (c *stepIndexes) lookup(runKey string, step int64) (parts []stepPart, legacy []uint64, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.runs[runKey] = x
-	if legacy == nil {
-		delete(c.legacy, runKey)
-	} else {
-		c.legacy[runKey] = legacy
+	rs := c.runs[runKey]
+	if rs == nil {
+		return nil, nil, false
 	}
+	_, ps := (&deliveredIndex{parts: rs.chunks[chunkOf(step)]}).of(step)
+	return slices.Clone(ps), rs.legacy, true
+}
+
+func (c *stepIndexes) put(runKey string, rs *runSteps) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.runs[runKey] = rs
+}
+
+// change applies a written change to a run's index.
+func (c *stepIndexes) change(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f()
 }
 
 // once is true the first time key is reported.
@@ -289,17 +430,17 @@ func (s *ExtensionStore) Delivered(ctx context.Context, runKey string, step int6
 	if len(fps) == 0 {
 		return out, nil
 	}
-	x, legacy := s.steps.get(runKey)
-	if x == nil {
+	parts, legacy, ok := s.steps.lookup(runKey, step)
+	if !ok {
 		s.logMu.Lock()
-		var err error
-		x, legacy, err = s.stepIndexLocked(ctx, runKey)
+		_, err := s.runStepsLocked(ctx, runKey)
 		s.logMu.Unlock()
 		if err != nil {
 			return nil, err
 		}
+		parts, legacy, _ = s.steps.lookup(runKey, step)
 	}
-	if _, parts := x.of(step); len(parts) > 0 {
+	if len(parts) > 0 {
 		ops := make([]*storage.Operation, len(parts))
 		for i, p := range parts {
 			ops[i] = storage.GetOperation(stepPartKey(runKey, step, p.part))
@@ -346,15 +487,18 @@ func (s *ExtensionStore) MarkDelivered(ctx context.Context, runKey string, step 
 
 // markLocked writes one marking: the step's last part with the new
 // fingerprints merged in (new parts past maxPartFingerprints) and the
-// run's index, deleting the oldest parts past the bound.
+// step's chunk of the index, deleting the oldest parts past the bound
+// (and the header, when a chunk comes or goes).
 func (s *ExtensionStore) markLocked(ctx context.Context, runKey string, step int64, fps []uint64) error {
-	x, legacy, err := s.stepIndexLocked(ctx, runKey)
+	rs, err := s.runStepsLocked(ctx, runKey)
 	if err != nil {
 		return err
 	}
 	merged := slices.Compact(slices.Sorted(slices.Values(fps)))
 	var ops []*storage.Operation
-	at, parts := x.of(step)
+	c := chunkOf(step)
+	cur := rs.chunks[c]
+	at, parts := (&deliveredIndex{parts: cur}).of(step)
 	first := int64(0) // the first part written
 	if len(parts) > 0 {
 		last := parts[len(parts)-1]
@@ -373,45 +517,82 @@ func (s *ExtensionStore) markLocked(ctx context.Context, runKey string, step int
 			merged = mergeSorted(have, merged)
 		}
 	}
-	var written []stepPart
+	held := rs.held
+	chunk := make([]stepPart, 0, len(cur)+1)
+	chunk = append(chunk, cur[:at]...)
+	for _, p := range parts {
+		if p.part < first {
+			chunk = append(chunk, p)
+		} else {
+			held -= p.n
+		}
+	}
 	for p := first; len(merged) > 0; p++ {
 		n := min(len(merged), maxPartFingerprints)
 		ops = append(ops, storage.SetOperation(stepPartKey(runKey, step, p), encodePart(merged[:n])))
-		written = append(written, stepPart{step: step, part: p, n: int64(n)})
+		chunk = append(chunk, stepPart{step: step, part: p, n: int64(n)})
+		held += int64(n)
 		merged = merged[n:]
 	}
-	// The new index: the step's parts before first, then those written.
-	next := make([]stepPart, 0, len(x.parts)+len(written))
-	next = append(next, x.parts[:at]...)
-	for _, p := range parts {
-		if p.part < first {
-			next = append(next, p)
-		}
+	chunk = append(chunk, cur[at+len(parts):]...)
+	changed := map[int64][]stepPart{c: chunk}
+	order := rs.order
+	if _, ok := rs.chunks[c]; !ok {
+		order = append(slices.Clone(order), c)
+		slices.Sort(order)
 	}
-	next = append(next, written...)
-	next = append(next, x.parts[at+len(parts):]...)
 	// Past the bound the oldest parts go, whole, never one just written.
-	held := newDeliveredIndex(next).held
-	kept := next[:0:0]
-	for _, p := range next {
-		if held > maxStoredDelivered && !(p.step == step && p.part >= first) {
-			ops = append(ops, storage.DeleteOperation(stepPartKey(runKey, p.step, p.part)))
-			held -= p.n
-			continue
+	for _, oc := range order {
+		if held <= maxStoredDelivered {
+			break
 		}
-		kept = append(kept, p)
+		ps, ok := changed[oc]
+		if !ok {
+			ps = rs.chunks[oc]
+		}
+		keep := ps[:0:0]
+		for _, p := range ps {
+			if held > maxStoredDelivered && !(p.step == step && p.part >= first) {
+				ops = append(ops, storage.DeleteOperation(stepPartKey(runKey, p.step, p.part)))
+				held -= p.n
+				continue
+			}
+			keep = append(keep, p)
+		}
+		if len(keep) != len(ps) {
+			changed[oc] = keep
+		}
 	}
-	nx := newDeliveredIndex(kept)
-	ops = append(ops, storage.SetOperation(storeStepIndex+runKey, nx.encode()))
+	newOrder := order
+	for oc, ps := range changed {
+		if len(ps) == 0 {
+			ops = append(ops, storage.DeleteOperation(chunkKey(runKey, oc)))
+			newOrder = slices.DeleteFunc(slices.Clone(newOrder), func(x int64) bool { return x == oc })
+		} else {
+			ops = append(ops, storage.SetOperation(chunkKey(runKey, oc), newDeliveredIndex(ps).encode()))
+		}
+	}
+	if !slices.Equal(newOrder, rs.order) {
+		ops = append(ops, storage.SetOperation(storeStepIndex+runKey, encodeHeader(newOrder)))
+	}
 	// One batch (one transaction in file_storage): a crash keeps the
 	// index and the parts it names in step.
 	if err := s.client.Batch(ctx, ops...); err != nil {
 		return err
 	}
-	if len(kept) == 0 || kept[0].step != legacyStep {
-		legacy = nil
-	}
-	s.steps.put(runKey, nx, legacy)
+	s.steps.change(func() {
+		for oc, ps := range changed {
+			if len(ps) == 0 {
+				delete(rs.chunks, oc)
+			} else {
+				rs.chunks[oc] = ps
+			}
+		}
+		rs.order, rs.held = newOrder, held
+		if lc := rs.chunks[chunkOf(legacyStep)]; len(lc) == 0 || lc[0].step != legacyStep {
+			rs.legacy = nil
+		}
+	})
 	return nil
 }
 
@@ -431,105 +612,143 @@ func (s *ExtensionStore) damagedPart(runKey string, p stepPart, raw []byte, dama
 	return []*storage.Operation{storage.SetOperation(storeAsidePrefix+key, raw)}
 }
 
-// repairPart writes what is left of a damaged part in its place, with the
-// run's index, and returns its fingerprints. Another reader may have
-// repaired it first.
+// repairPart writes what is left of a damaged part in its place, with its
+// chunk of the index, and returns its fingerprints. Another reader may
+// have repaired it first.
 func (s *ExtensionStore) repairPart(ctx context.Context, runKey string, p stepPart, raw []byte, damage string) []uint64 {
 	have := readPart(raw)
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
 	key := stepPartKey(runKey, p.step, p.part)
 	cur, err := s.client.Get(ctx, key)
-	x, legacy := s.steps.get(runKey)
-	if err != nil || !bytes.Equal(cur, raw) || x == nil {
+	rs := s.steps.run(runKey)
+	if err != nil || !bytes.Equal(cur, raw) || rs == nil {
 		return have
 	}
-	ops := s.damagedPart(runKey, p, raw, damage, len(have))
-	parts := slices.Clone(x.parts)
-	i := slices.IndexFunc(parts, func(q stepPart) bool { return q.step == p.step && q.part == p.part })
-	switch {
-	case i < 0:
-	case len(have) == 0:
-		parts = slices.Delete(parts, i, i+1)
-		ops = append(ops, storage.DeleteOperation(key))
-	default:
-		parts[i].n = int64(len(have))
-		ops = append(ops, storage.SetOperation(key, encodePart(have)))
-	}
-	nx := newDeliveredIndex(parts)
-	ops = append(ops, storage.SetOperation(storeStepIndex+runKey, nx.encode()))
+	ops, fixed := s.fixPart(runKey, rs, p, raw, damage, have)
 	if s.client.Batch(ctx, ops...) == nil {
-		s.steps.put(runKey, nx, legacy)
+		s.steps.change(fixed)
 	}
 	return have
 }
 
-// stepIndexLocked returns the run's index and legacy fingerprints: from
-// memory, else read from storage (a damaged index rebuilt; a log of the
-// layout before moved). Called with logMu held.
-func (s *ExtensionStore) stepIndexLocked(ctx context.Context, runKey string) (*deliveredIndex, []uint64, error) {
-	if x, legacy := s.steps.get(runKey); x != nil {
-		return x, legacy, nil
+// fixPart returns the writes that put what is left of a damaged part in
+// its place, and the change to the run's index once they are written.
+func (s *ExtensionStore) fixPart(runKey string, rs *runSteps, p stepPart, raw []byte, damage string, have []uint64) ([]*storage.Operation, func()) {
+	key := stepPartKey(runKey, p.step, p.part)
+	ops := s.damagedPart(runKey, p, raw, damage, len(have))
+	c := chunkOf(p.step)
+	parts := slices.Clone(rs.chunks[c])
+	i := slices.IndexFunc(parts, func(q stepPart) bool { return q.step == p.step && q.part == p.part })
+	if i < 0 {
+		return ops, func() {}
 	}
-	raw, err := s.client.Get(ctx, storeStepIndex+runKey)
-	if err != nil {
-		return nil, nil, err
-	}
-	var x *deliveredIndex
-	if raw == nil {
-		if x, err = s.moveLog(ctx, runKey); err != nil {
-			return nil, nil, err
-		}
+	held := rs.held - parts[i].n + int64(len(have))
+	if len(have) == 0 {
+		parts = slices.Delete(parts, i, i+1)
+		ops = append(ops, storage.DeleteOperation(key))
 	} else {
-		var damage string
-		if x, damage = decodeStepIndex(raw); damage != "" {
-			x = s.rebuildStepIndex(ctx, runKey, damage)
+		parts[i].n = int64(len(have))
+		ops = append(ops, storage.SetOperation(key, encodePart(have)))
+	}
+	// A chunk left empty stays, empty, until a marking prunes past it.
+	ops = append(ops, storage.SetOperation(chunkKey(runKey, c), newDeliveredIndex(parts).encode()))
+	return ops, func() { rs.chunks[c], rs.held = parts, held }
+}
+
+// runStepsLocked returns the run's index: from memory, else read from
+// storage (a damaged one rebuilt; a log of the layout before moved), with
+// its legacy fingerprints. Called with logMu held.
+func (s *ExtensionStore) runStepsLocked(ctx context.Context, runKey string) (*runSteps, error) {
+	if rs := s.steps.run(runKey); rs != nil {
+		return rs, nil
+	}
+	rs, damage, err := s.readSteps(ctx, runKey)
+	switch {
+	case err != nil:
+		return nil, err
+	case damage != "":
+		rs = s.rebuildSteps(ctx, runKey, damage)
+	case rs == nil:
+		if rs, err = s.moveLog(ctx, runKey); err != nil {
+			return nil, err
 		}
 	}
-	var legacy []uint64
-	if len(x.parts) > 0 && x.parts[0].step == legacyStep {
-		_, parts := x.of(legacyStep)
+	if lc := rs.chunks[chunkOf(legacyStep)]; len(lc) > 0 && lc[0].step == legacyStep {
+		_, parts := (&deliveredIndex{parts: lc}).of(legacyStep)
 		ops := make([]*storage.Operation, len(parts))
 		for i, p := range parts {
 			ops[i] = storage.GetOperation(stepPartKey(runKey, legacyStep, p.part))
 		}
 		if err := s.client.Batch(ctx, ops...); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		legacy = []uint64{}
-		var repairs []*storage.Operation
-		fixed := slices.Clone(x.parts)
+		legacy := []uint64{}
 		for i, op := range ops {
 			have := readPart(op.Value)
 			if damage := partDamage(op.Value); damage != "" {
 				// Written back whole, so that the next start says nothing.
-				repairs = append(repairs, s.damagedPart(runKey, parts[i], op.Value, damage, len(have))...)
-				repairs = append(repairs, storage.SetOperation(stepPartKey(runKey, legacyStep, parts[i].part), encodePart(have)))
-				fixed[i].n = int64(len(have)) // the legacy parts come first
+				fix, fixed := s.fixPart(runKey, rs, parts[i], op.Value, damage, have)
+				if s.client.Batch(ctx, fix...) == nil {
+					fixed()
+				}
 			}
 			legacy = mergeSorted(legacy, have)
 		}
-		if len(repairs) > 0 {
-			nx := newDeliveredIndex(fixed)
-			if s.client.Batch(ctx, append(repairs, storage.SetOperation(storeStepIndex+runKey, nx.encode()))...) == nil {
-				x = nx
-			}
-		}
+		rs.legacy = legacy
 	}
-	s.steps.put(runKey, x, legacy)
-	return x, legacy, nil
+	s.steps.put(runKey, rs)
+	return rs, nil
 }
 
-// rebuildStepIndex makes a damaged index again from a listing of the
-// run's parts. Without a listing it starts again empty: the parts written
+// readSteps reads a run's index: nil without a header, damage when the
+// header or a chunk it names is damaged or missing.
+func (s *ExtensionStore) readSteps(ctx context.Context, runKey string) (*runSteps, string, error) {
+	raw, err := s.client.Get(ctx, storeStepIndex+runKey)
+	if err != nil || raw == nil {
+		return nil, "", err
+	}
+	order, damage := decodeHeader(raw)
+	if damage != "" {
+		return nil, damage, nil
+	}
+	ops := make([]*storage.Operation, len(order))
+	for i, c := range order {
+		ops[i] = storage.GetOperation(chunkKey(runKey, c))
+	}
+	if err := s.client.Batch(ctx, ops...); err != nil {
+		return nil, "", err
+	}
+	rs := &runSteps{chunks: map[int64][]stepPart{}, order: order}
+	for i, op := range ops {
+		if op.Value == nil {
+			return nil, "chunk " + strconv.FormatInt(order[i], 10) + " missing", nil
+		}
+		x, damage := decodeStepIndex(op.Value)
+		if damage == "" && slices.ContainsFunc(x.parts, func(p stepPart) bool { return chunkOf(p.step) != order[i] }) {
+			damage = "a step in the wrong chunk"
+		}
+		if damage != "" {
+			return nil, "chunk " + strconv.FormatInt(order[i], 10) + ": " + damage, nil
+		}
+		rs.chunks[order[i]] = x.parts
+		rs.held += x.held
+	}
+	return rs, "", nil
+}
+
+// rebuildSteps makes a damaged index again from a listing of the run's
+// parts. Without a listing it starts again empty: the parts written
 // before are no longer read, nor pruned.
-func (s *ExtensionStore) rebuildStepIndex(ctx context.Context, runKey, damage string) *deliveredIndex {
+func (s *ExtensionStore) rebuildSteps(ctx context.Context, runKey, damage string) *runSteps {
 	name := runName(runKey)
 	found, canList, err := s.walk(ctx, storeStepPrefix)
 	if err != nil || !canList {
 		s.opts.Logger.Error("Delivered index of "+name+" in storage is damaged ("+damage+") and storage cannot be listed: it starts again empty; a replay of an episode delivered before may upload it again",
 			zap.String("storage", s.opts.Name), zap.String("storage_key", storeStepIndex+runKey))
-		return &deliveredIndex{}
+		rs := newRunSteps(nil)
+		_ = s.client.Batch(ctx, rs.writes(runKey)...)
+		return rs
 	}
 	var parts []stepPart
 	for key, raw := range found {
@@ -539,17 +758,11 @@ func (s *ExtensionStore) rebuildStepIndex(ctx context.Context, runKey, damage st
 		}
 		parts = append(parts, stepPart{step: step, part: part, n: int64(min(len(raw)/8, maxPartFingerprints))})
 	}
-	slices.SortFunc(parts, func(a, b stepPart) int {
-		if partLess(a, b) {
-			return -1
-		}
-		return 1
-	})
-	x := newDeliveredIndex(parts)
-	_ = s.client.Set(ctx, storeStepIndex+runKey, x.encode())
+	rs := newRunSteps(parts)
+	_ = s.client.Batch(ctx, rs.writes(runKey)...)
 	s.opts.Logger.Warn("Delivered index of "+name+" in storage is damaged ("+damage+"): rebuilt from its "+strconv.Itoa(len(parts))+" parts in storage; nothing is lost",
-		zap.String("storage", s.opts.Name), zap.String("storage_key", storeStepIndex+runKey), zap.Int64("fingerprints", x.held))
-	return x
+		zap.String("storage", s.opts.Name), zap.String("storage_key", storeStepIndex+runKey), zap.Int64("fingerprints", rs.held))
+	return rs
 }
 
 // legacyParts cuts a set of the layout before into the legacy parts, as
@@ -608,15 +821,12 @@ func (s *ExtensionStore) migrate(ctx context.Context) error {
 		ops := drop[runKey]
 		if len(fps) > 0 {
 			parts, writes := legacyParts(runKey, fps)
-			x := newDeliveredIndex(parts)
-			if raw, err := s.client.Get(ctx, storeStepIndex+runKey); err == nil && raw != nil {
+			if cur, damage, err := s.readSteps(ctx, runKey); err == nil && damage == "" && cur != nil {
 				// A build of this layout marked the run already (its
 				// layout key lost): its parts follow the legacy ones.
-				if cur, damage := decodeStepIndex(raw); damage == "" {
-					x = newDeliveredIndex(append(parts, slices.DeleteFunc(slices.Clone(cur.parts), func(p stepPart) bool { return p.step == legacyStep })...))
-				}
+				parts = append(parts, slices.DeleteFunc(cur.all().parts, func(p stepPart) bool { return p.step == legacyStep })...)
 			}
-			ops = append(append(ops, writes...), storage.SetOperation(storeStepIndex+runKey, x.encode()))
+			ops = append(append(ops, writes...), newRunSteps(parts).writes(runKey)...)
 		}
 		if err := s.client.Batch(ctx, ops...); err != nil {
 			return err
@@ -631,10 +841,10 @@ func (s *ExtensionStore) migrate(ctx context.Context) error {
 // storage could not be listed at Load: the fingerprints its chunks name
 // become legacy parts, and its keys go, in one batch. Fingerprints stored
 // before that release's log existed are not found.
-func (s *ExtensionStore) moveLog(ctx context.Context, runKey string) (*deliveredIndex, error) {
+func (s *ExtensionStore) moveLog(ctx context.Context, runKey string) (*runSteps, error) {
 	raw, err := s.client.Get(ctx, storeLogHead+runKey)
 	if err != nil || raw == nil {
-		return &deliveredIndex{}, err
+		return newRunSteps(nil), err
 	}
 	lg, damage, ok := salvageLog(raw)
 	if !ok {
@@ -659,14 +869,14 @@ func (s *ExtensionStore) moveLog(ctx context.Context, runKey string) (*delivered
 	}
 	fps = slices.Compact(slices.Sorted(slices.Values(fps)))
 	parts, writes := legacyParts(runKey, fps)
-	x := newDeliveredIndex(parts)
-	ops = append(append(ops, writes...), storage.SetOperation(storeStepIndex+runKey, x.encode()))
+	rs := newRunSteps(parts)
+	ops = append(append(ops, writes...), rs.writes(runKey)...)
 	if err := s.client.Batch(ctx, ops...); err != nil {
 		return nil, err
 	}
 	s.opts.Logger.Info("Moved the delivered episodes an earlier release logged for "+runName(runKey)+" to the per-step layout: they stay delivered",
 		zap.String("storage", s.opts.Name), zap.Int("fingerprints", len(fps)))
-	return x, nil
+	return rs, nil
 }
 
 // deliveredLog is the header of a run's log in the layout before: chunks
