@@ -147,9 +147,9 @@
 //     samples and documents are under the step -9223372036854775807);
 //     <p>:deliveredsteps:<k>, the run's steps (a sorted set scored by
 //     step), and <p>:deliveredheld:<k>, their count, 7 days. A marking
-//     (one script) that takes the run past 2^18 fingerprints (at about
-//     100 bytes each in Redis, some 26 MB a run at most) deletes its
-//     oldest steps, whole, down to 7/8 of that; a check is one pipeline. The sets of earlier releases,
+//     (one script) deletes the run's oldest steps, whole, past 2^18
+//     fingerprints (at about 100 bytes each in Redis, some 26 MB a run at
+//     most); a check is one pipeline. The sets of earlier releases,
 //     <p>:deliveredz:<k> (the run's newest 2^18 by marking time) and
 //     <p>:delivered:<k> (a plain set), are still read until they expire.
 //   - <p>:ending, a set without expiry: runs whose close-out is not done,

@@ -25,15 +25,9 @@ const (
 // storage (8 bytes each in a step's value). The set is what lets a replay
 // after a crash or a retry skip episodes already confirmed; a replay
 // reaches back a few batches, not a quarter of a million episodes, and
-// without a bound a long run's set grew by its every episode. A marking
-// that takes a run past the bound deletes its oldest steps, whole, down
-// to prunedDelivered: one burst of adjacent keys every few hundred
-// markings, not a delete on the far end of the tree with every marking.
+// without a bound a long run's set grew by its every episode. Past the
+// bound the oldest steps are deleted, whole, a marking at a time.
 const maxStoredDelivered = 1 << 18
-
-// prunedDelivered is what a run keeps at least once it was past the
-// bound: the newest 7/8 of it.
-const prunedDelivered = maxStoredDelivered - maxStoredDelivered/8
 
 // ExtensionStore is Store on a storage extension's client (e.g. the
 // contrib file_storage). Runs are saved under run/<key> with an index of

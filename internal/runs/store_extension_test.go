@@ -55,7 +55,7 @@ func TestAStoredRunKeepsItsNewestStepsWithinTheBoundAcrossARestart(t *testing.T)
 	x, err := decodeIndexOf(t, client, "key\x00long")
 	require.NoError(t, err)
 	assert.LessOrEqual(t, x.held, int64(maxStoredDelivered), "fingerprints held")
-	assert.Greater(t, x.held, int64(prunedDelivered-perStep), "fingerprints held: pruned in bursts, down to 7/8 of the bound")
+	assert.Greater(t, x.held, int64(maxStoredDelivered-perStep), "fingerprints held")
 	assert.Equal(t, int(x.held/perStep)+1, client.Keys(storeStepPrefix), "a value per step held (and the other run's)")
 	newest := int64(steps - 1)
 	for _, tc := range []struct {
@@ -66,7 +66,7 @@ func TestAStoredRunKeepsItsNewestStepsWithinTheBoundAcrossARestart(t *testing.T)
 		want bool
 	}{
 		{"the newest step is kept", "key\x00long", newest, uint64(newest*perStep + 99), true},
-		{"the newest 7/8 of the bound are kept", "key\x00long", newest - prunedDelivered/perStep + 2, uint64((newest-prunedDelivered/perStep+2)*perStep + 1), true},
+		{"the newest bound's worth is kept", "key\x00long", newest - maxStoredDelivered/perStep + 2, uint64((newest-maxStoredDelivered/perStep+2)*perStep + 1), true},
 		{"the oldest step is deleted", "key\x00long", 0, 0, false},
 		{"the last step before the restart is deleted in turn", "key\x00long", int64(steps/4 - 1), uint64((steps/4-1)*perStep + 5), false},
 		{"a fingerprint is found under its own step only", "key\x00long", newest - 1, uint64(newest*perStep + 99), false},
@@ -175,7 +175,7 @@ func TestAStepOfManyEpisodesIsCutIntoPartsAndPrunedOldestFirst(t *testing.T) {
 		assert.LessOrEqual(t, p.n, int64(maxPartFingerprints), "part %d", p.part)
 	}
 	assert.True(t, delivered(t, s, "eval\x00id\x00e", step, uint64(total-1)), "the newest is kept")
-	assert.True(t, delivered(t, s, "eval\x00id\x00e", step, uint64(total-prunedDelivered+maxPartFingerprints)), "the newest 7/8 of the bound are kept")
+	assert.True(t, delivered(t, s, "eval\x00id\x00e", step, uint64(total-maxStoredDelivered+maxPartFingerprints)), "the newest bound's worth is kept")
 	assert.False(t, delivered(t, s, "eval\x00id\x00e", step, 0), "the oldest part is deleted")
 }
 

@@ -475,19 +475,18 @@ func (s *RedisStore) Delivered(ctx context.Context, runKey string, step int64, f
 // stepKind is the kind of a step's delivered set's key.
 func stepKind(step int64) string { return "deliveredstep:" + strconv.FormatInt(step, 10) }
 
-// markStepScript adds ARGV[7..] to the step's set (KEYS[1]) scored by
+// markStepScript adds ARGV[6..] to the step's set (KEYS[1]) scored by
 // Redis's clock, the step to the run's index (KEYS[2]) and their count to
-// the run's (KEYS[3]); then, once the run holds more than ARGV[2], deletes
-// its oldest steps down to ARGV[6] (their keys are ARGV[4] .. step ..
-// ARGV[5]), never the step marked, and past that the step's own oldest
-// members. A
+// the run's (KEYS[3]); then, while the run holds more than ARGV[2],
+// deletes its oldest steps (their keys are ARGV[4] .. step .. ARGV[5]),
+// never the step marked, and past that the step's own oldest members. A
 // count that is not a number is counted again from the sets (the reply
 // says so); an old step's set of another type is deleted as it goes.
 const markStepScript = `
 local t = redis.call('TIME')
 local score = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local added = 0
-for i = 7, #ARGV, 500 do
+for i = 6, #ARGV, 500 do
   local args = {}
   for j = i, math.min(i + 499, #ARGV) do
     args[#args + 1] = score
@@ -509,7 +508,6 @@ else
   held = held + added
 end
 local bound = tonumber(ARGV[2])
-if held > bound then bound = tonumber(ARGV[6]) end
 local i = 0
 while held > bound do
   local st = redis.call('ZRANGE', KEYS[2], i, i)[1]
@@ -542,8 +540,8 @@ func (s *RedisStore) MarkDelivered(ctx context.Context, runKey string, step int6
 	// The keys of the run's other steps, for the script: head .. step .. tail.
 	head := s.key("deliveredstep", "")
 	tail := strings.TrimPrefix(s.key(kind, runKey), head+strconv.FormatInt(step, 10))
-	args := make([]any, 0, 6+len(fps))
-	args = append(args, step, maxStoredDelivered, ms(deliveredTTL), head, tail, prunedDelivered)
+	args := make([]any, 0, 5+len(fps))
+	args = append(args, step, maxStoredDelivered, ms(deliveredTTL), head, tail)
 	for _, fp := range fps {
 		args = append(args, fpField(fp))
 	}

@@ -42,14 +42,12 @@ func TestARunsDeliveredStepsInRedisKeepItsNewestWithinTheBound(t *testing.T) {
 	steps := (bound + bound/2) / perStep
 	mark(0, steps)
 
-	const pruned = bound - bound/8 // what a run past the bound is pruned down to
 	held, err := raw.Get(ctx, "prime:deliveredheld:key:long").Int64()
 	require.NoError(t, err)
-	assert.LessOrEqual(t, held, int64(bound), "fingerprints kept for the run")
-	assert.GreaterOrEqual(t, held, int64(pruned), "fingerprints kept for the run")
+	assert.Equal(t, int64(bound), held, "fingerprints kept for the run")
 	n, err := raw.ZCard(ctx, "prime:deliveredsteps:key:long").Result()
 	require.NoError(t, err)
-	assert.Equal(t, held/perStep, n, "steps kept")
+	assert.Equal(t, int64(bound/perStep), n, "steps kept")
 	newest := int64(steps - 1)
 	for _, tc := range []struct {
 		name string
@@ -58,7 +56,7 @@ func TestARunsDeliveredStepsInRedisKeepItsNewestWithinTheBound(t *testing.T) {
 		want bool
 	}{
 		{"the oldest step is gone", 0, 0, false},
-		{"the newest 7/8 of the bound are kept", newest - pruned/perStep + 1, uint64((newest-pruned/perStep+1)*perStep + 3), true},
+		{"the newest bound's worth is kept", newest - bound/perStep + 1, uint64((newest-bound/perStep+1)*perStep + 3), true},
 		{"the newest is kept", newest, uint64(newest*perStep + perStep - 1), true},
 		{"a fingerprint is found under its own step only", newest - 1, uint64(newest * perStep), false},
 		{"the earlier releases' sets are read at any step", 3, 0xffffffff, true},
@@ -86,10 +84,9 @@ func TestAStepOfMoreEpisodesThanTheBoundInRedisKeepsItsNewest(t *testing.T) {
 		}
 		require.NoError(t, store.MarkDelivered(ctx, "eval\x00e", step, fps))
 	}
-	const total, pruned = bound + bound/2, bound - bound/8
-	got, err := store.Delivered(ctx, "eval\x00e", step, []uint64{0, bound/2 - 1, total - pruned, total - 1})
+	got, err := store.Delivered(ctx, "eval\x00e", step, []uint64{0, bound/2 - 1, bound / 2, bound + bound/2 - 1})
 	require.NoError(t, err)
-	assert.Equal(t, []bool{false, false, true, true}, got, "the oldest members go, the newest 7/8 of the bound stay")
+	assert.Equal(t, []bool{false, false, true, true}, got, "the oldest members go, the newest bound's worth stays")
 }
 
 func TestTheSharedRecordOnlyMovesForward(t *testing.T) {

@@ -41,10 +41,9 @@ import (
 // 24 bytes a part). Delivered reads the step's parts (one Get for a step
 // of fewer than maxPartFingerprints episodes); MarkDelivered rewrites the
 // step's last part and its chunk, in one batch (one transaction in
-// file_storage); one that takes the run past maxStoredDelivered
-// fingerprints deletes the oldest parts whole, down to prunedDelivered: a
-// window of steps, the newest kept, as the layout before kept the newest
-// markings. What a
+// file_storage), and deletes the oldest parts whole while the run holds
+// more than maxStoredDelivered fingerprints: a window of steps, the
+// newest kept, as the layout before kept the newest markings. What a
 // marking writes and copies does not grow with the window: with a single
 // index value for the whole window (8 KB at 2,600 steps of 100 episodes)
 // a marking took 7× the time once the window was full, and the soak's
@@ -542,14 +541,9 @@ func (s *ExtensionStore) markLocked(ctx context.Context, runKey string, step int
 		order = append(slices.Clone(order), c)
 		slices.Sort(order)
 	}
-	// Past the bound the oldest parts go, whole, down to prunedDelivered;
-	// never one just written.
-	target := held
-	if held > maxStoredDelivered {
-		target = prunedDelivered
-	}
+	// Past the bound the oldest parts go, whole, never one just written.
 	for _, oc := range order {
-		if held <= target {
+		if held <= maxStoredDelivered {
 			break
 		}
 		ps, ok := changed[oc]
@@ -558,7 +552,7 @@ func (s *ExtensionStore) markLocked(ctx context.Context, runKey string, step int
 		}
 		keep := ps[:0:0]
 		for _, p := range ps {
-			if held > target && !(p.step == step && p.part >= first) {
+			if held > maxStoredDelivered && !(p.step == step && p.part >= first) {
 				ops = append(ops, storage.DeleteOperation(stepPartKey(runKey, p.step, p.part)))
 				held -= p.n
 				continue
