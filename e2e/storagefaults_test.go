@@ -290,7 +290,7 @@ func TestACollectorStartsOnDamagedStorageAndRecoversOrLeavesOutEachRunWithOneLin
 	addr, storage, dir := freeAddr(t), t.TempDir(), t.TempDir()
 	env := []string{"PRIME_OTLP_HTTP=" + addr, "PRIME_API_BASE=" + platform.BaseURL(), "PRIME_API_KEY=" + e2eKey, "PRIME_STORAGE_DIR=" + storage}
 	// Three runs, each left open at step 6.
-	keys := []string{"cut-tail", "garbled", "loghead"}
+	keys := []string{"cut-tail", "garbled", "stepindex"}
 	first := startCollector(t, otelcol, persistentConfig, env...)
 	for _, key := range keys {
 		runTrainer(t, trainer, addr, "-run-key", key, "-run-name", key, "-steps", "6", "-status", "none", "-step-delay", "5ms",
@@ -312,7 +312,7 @@ func TestACollectorStartsOnDamagedStorageAndRecoversOrLeavesOutEachRunWithOneLin
 	patchBolt(t, runsFile, "runs", func(v []byte) []byte { return v[:len(v)-3] })
 	patchBolt(t, runsFile, "run/key\x00cut-tail", truncateAt(`"ranges":{"2"`))
 	patchBolt(t, runsFile, "run/key\x00garbled", garbleAt(`"team"`))
-	patchBolt(t, runsFile, "deliveredhead/key\x00loghead", garbleAt(`"ne`))
+	patchBolt(t, runsFile, "deliveredsteps/key\x00stepindex", func(v []byte) []byte { v[len(v)-1] ^= 0xff; return v })
 
 	second := startCollector(t, otelcol, persistentConfig, env...)
 	for _, key := range keys {
@@ -338,8 +338,8 @@ func TestACollectorStartsOnDamagedStorageAndRecoversOrLeavesOutEachRunWithOneLin
 			`; lost: its sample_id ranges (its next objects take random ranges above every counted one)`,
 		`Run record of prime.run.key="garbled" is damaged (garbled JSON at byte`,
 		`the run is left out, and its next data creates it again (a second run on the platform)`,
-		`Delivered log of prime.run.key="loghead" is damaged (garbled JSON at byte`,
-		`chunks in storage; nothing is lost`,
+		`Delivered index of prime.run.key="stepindex" in storage is damaged (checksum mismatch: truncated or altered): rebuilt from its`,
+		`parts in storage; nothing is lost`,
 	}
 	for _, want := range wantLines {
 		if n := strings.Count(out, want); n != 1 {
@@ -357,7 +357,7 @@ func TestACollectorStartsOnDamagedStorageAndRecoversOrLeavesOutEachRunWithOneLin
 		fatalf(t, second, "want the 4 damage lines alone as warnings or errors, got %d", len(problems))
 	}
 
-	for _, key := range []string{"cut-tail", "loghead"} {
+	for _, key := range []string{"cut-tail", "stepindex"} {
 		if len(byName[key]) != 1 {
 			fatalf(t, second, "%s: want one run across the damage, got %d", key, len(byName[key]))
 		}

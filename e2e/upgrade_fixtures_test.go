@@ -14,17 +14,21 @@ import (
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
-// TestMakeUpgradeFixtures writes testdata/upgrade from a release's build
-// (PRIME_OTELCOL, PRIME_DEMOTRAINER; PRIME_RELEASE names its commit): the
-// storage of a collector stopped mid-run, for the upgrade tests. Run it
-// as testdata/upgrade/README.md says, and commit what it writes.
+// TestMakeUpgradeFixtures writes testdata/upgrade/<release> from a
+// release's build (PRIME_OTELCOL, PRIME_DEMOTRAINER; PRIME_RELEASE names its
+// commit, the folder its first 7 characters): the storage of a collector
+// stopped mid-run, for the upgrade tests. Run it as
+// testdata/upgrade/README.md says, and commit what it writes.
 func TestMakeUpgradeFixtures(t *testing.T) {
 	otelcol, trainer := binaries(t)
 	release := os.Getenv("PRIME_RELEASE")
 	if release == "" {
 		t.Fatal("PRIME_RELEASE must name the commit the binaries were built from")
 	}
-	out := filepath.Join("testdata", "upgrade")
+	if len(release) < 7 {
+		t.Fatalf("PRIME_RELEASE %q is not a commit", release)
+	}
+	out := filepath.Join("testdata", "upgrade", release[:7])
 	t.Run("file_storage", func(t *testing.T) {
 		storage := t.TempDir()
 		fx := stopMidRun(t, otelcol, trainer, upgradeConfigOf(t, "file_storage"), "PRIME_STORAGE_DIR="+storage)

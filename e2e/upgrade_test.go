@@ -13,8 +13,8 @@ import (
 )
 
 // Upgrades: today's build goes on with a run from the storage a release
-// wrote mid-run (testdata/upgrade, made by upgrade_fixtures_test.go; its
-// README says how). A change of the storage layout keeps these tests green
+// wrote mid-run (testdata/upgrade/<release>, made by
+// upgrade_fixtures_test.go; its README says how). A change of the storage layout keeps these tests green
 // or migrates what the release wrote (docs/operations.md, Storage faults).
 
 // upgradeConfigOf is testdata/upgrade/collector.yaml, the config of the
@@ -99,27 +99,61 @@ func copyFiles(t *testing.T, src, dst string) {
 	}
 }
 
+// upgradeReleases are the folders of testdata/upgrade, one per release
+// whose storage today's build must read, named by its commit: 60ee5a3
+// (a key per delivered episode, with a log of markings) and 39ce4dd (the
+// same layout, the release before the per-step delivered sets).
+func upgradeReleases(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join("testdata", "upgrade"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no release's storage under testdata/upgrade (its README says how it is made)")
+	}
+	return out
+}
+
 func TestTodaysBuildGoesOnWithARunFromTheReleasesFileStorage(t *testing.T) {
 	otelcol, trainer := binaries(t)
-	fixture := filepath.Join("testdata", "upgrade", "file_storage")
-	fx := readUpgradeFixture(t, fixture)
-	c := upgradeAndFinish(t, otelcol, trainer, fx, upgradeConfigOf(t, "file_storage"), "PRIME_STORAGE_DIR="+copyDir(t, filepath.Join(fixture, "storage")))
-	if !strings.Contains(c.out.String(), "Restored runs from storage") {
-		fatalf(t, c, "today's build did not restore the release's run")
+	for _, release := range upgradeReleases(t) {
+		t.Run(release, func(t *testing.T) {
+			fixture := filepath.Join("testdata", "upgrade", release, "file_storage")
+			fx := readUpgradeFixture(t, fixture)
+			c := upgradeAndFinish(t, otelcol, trainer, fx, upgradeConfigOf(t, "file_storage"), "PRIME_STORAGE_DIR="+copyDir(t, filepath.Join(fixture, "storage")))
+			out := c.out.String()
+			if !strings.Contains(out, "Restored runs from storage") {
+				fatalf(t, c, "today's build did not restore the release's run")
+			}
+			if !strings.Contains(out, "Moved the delivered episodes an earlier release stored for prime.run.key=\"upgrade-run\" to the per-step layout") {
+				fatalf(t, c, "today's build did not move the release's delivered episodes to the per-step layout")
+			}
+		})
 	}
 }
 
 func TestTodaysBuildGoesOnWithARunFromTheReleasesRedis(t *testing.T) {
 	otelcol, trainer := binaries(t)
-	fixture := filepath.Join("testdata", "upgrade", "redis")
-	fx := readUpgradeFixture(t, fixture)
-	// redis-server loads dump.rdb from its directory at start.
-	redis := startRedis(t, "", copyDir(t, filepath.Join(fixture, "redis")), false)
-	if got := redisCLI(t, redis, "EXISTS", "prime:run:key:"+upgradeRun); !strings.Contains(got, "1") {
-		t.Fatalf("the fixture's dump.rdb holds no record of the run (%q): was it made with its keys' expiries removed?", got)
+	for _, release := range upgradeReleases(t) {
+		t.Run(release, func(t *testing.T) {
+			fixture := filepath.Join("testdata", "upgrade", release, "redis")
+			fx := readUpgradeFixture(t, fixture)
+			// redis-server loads dump.rdb from its directory at start.
+			redis := startRedis(t, "", copyDir(t, filepath.Join(fixture, "redis")), false)
+			if got := redisCLI(t, redis, "EXISTS", "prime:run:key:"+upgradeRun); !strings.Contains(got, "1") {
+				t.Fatalf("the fixture's dump.rdb holds no record of the run (%q): was it made with its keys' expiries removed?", got)
+			}
+			_ = upgradeAndFinish(t, otelcol, trainer, fx, upgradeConfigOf(t, "redis"),
+				"REDIS_ENDPOINT="+redis.addr, "PRIME_STORAGE_DIR="+copyDir(t, filepath.Join(fixture, "storage")))
+		})
 	}
-	_ = upgradeAndFinish(t, otelcol, trainer, fx, upgradeConfigOf(t, "redis"),
-		"REDIS_ENDPOINT="+redis.addr, "PRIME_STORAGE_DIR="+copyDir(t, filepath.Join(fixture, "storage")))
 }
 
 // upgradeAndFinish starts today's collector on a fixture's storage, plays

@@ -10,7 +10,8 @@
 #   PRIME_SOAK_RUNS=1 PRIME_SOAK_CONCURRENCY=1 PRIME_SOAK_STEPS=10000 \
 #   PRIME_SOAK_EPISODES_PER_STEP=100 PRIME_SOAK_EPISODE_TEXT_BYTES=600 \
 #   PRIME_SOAK_STEP_INTERVAL=1 PRIME_SOAK_STEP_DELAY=40ms PRIME_SOAK_DISCARD=1 \
-#   bash scripts/soak.sh
+#   PRIME_SOAK_CHECKPOINTS=10,50 bash scripts/soak.sh
+# (about 9 minutes; docs/performance.md, Over a million episodes, has its figures)
 # The figures are in the test log and in _build/soak-report.txt, the
 # collector's log in _build/soak-collector.log, the heap profiles of the
 # checkpoints in _build/soak-heap/ (go tool pprof -top -diff_base

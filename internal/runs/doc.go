@@ -141,12 +141,17 @@
 //     again counts again.
 //   - <p>:pending:<k>, a hash, 7 days: unconfirmed uploads by object
 //     fingerprint (range, presigned URL and key, whether the PUT is done).
-//   - <p>:deliveredz:<k>, a sorted set scored by marking time, 7 days
-//     after the last delivery: the fingerprints of confirmed episodes and
-//     committed documents, trimmed to the run's newest 2^18 (at about 100
-//     bytes each in Redis, some 26 MB a run at most). <p>:delivered:<k>,
-//     the plain set an earlier release kept without a bound, is still
-//     read until it expires.
+//   - <p>:deliveredstep:<step>:<k>, a sorted set per step scored by
+//     marking time, 7 days after its last marking: the fingerprints of the
+//     step's confirmed episodes and committed documents (an evaluation's
+//     samples and documents are under the step -9223372036854775807);
+//     <p>:deliveredsteps:<k>, the run's steps (a sorted set scored by
+//     step), and <p>:deliveredheld:<k>, their count, 7 days. A marking
+//     (one script) deletes the run's oldest steps, whole, past 2^18
+//     fingerprints (at about 100 bytes each in Redis, some 26 MB a run at
+//     most); a check is one pipeline. The sets of earlier releases,
+//     <p>:deliveredz:<k> (the run's newest 2^18 by marking time) and
+//     <p>:delivered:<k> (a plain set), are still read until they expire.
 //   - <p>:ending, a set without expiry: runs whose close-out is not done,
 //     which a starting collector reloads; a close-out removes its run.
 //

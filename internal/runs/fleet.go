@@ -25,8 +25,8 @@ type fleet interface {
 	// delivered episodes.
 	load(ctx context.Context) ([]SavedRun, error)
 	save(ctx context.Context, r *run)
-	delivered(ctx context.Context, r *run, fps []uint64) ([]bool, error)
-	markDelivered(ctx context.Context, r *run, fps []uint64) error
+	delivered(ctx context.Context, r *run, step int64, fps []uint64) ([]bool, error)
+	markDelivered(ctx context.Context, r *run, step int64, fps []uint64) error
 
 	// hold registers a push's hold on the run and brings the run up to
 	// date with the fleet; a run closing or closed anywhere comes back as
@@ -106,10 +106,10 @@ func (s records) save(ctx context.Context, r *run) {
 	}
 }
 
-func (s records) delivered(ctx context.Context, r *run, fps []uint64) ([]bool, error) {
-	return s.store.Delivered(ctx, r.ident.key(), fps)
+func (s records) delivered(ctx context.Context, r *run, step int64, fps []uint64) ([]bool, error) {
+	return s.store.Delivered(ctx, r.ident.key(), step, fps)
 }
 
-func (s records) markDelivered(ctx context.Context, r *run, fps []uint64) error {
-	return s.store.MarkDelivered(ctx, r.ident.key(), fps)
+func (s records) markDelivered(ctx context.Context, r *run, step int64, fps []uint64) error {
+	return s.store.MarkDelivered(ctx, r.ident.key(), step, fps)
 }

@@ -298,7 +298,7 @@ func TestEverySharedKeyExpiresAsTheDocSays(t *testing.T) {
 	l, err := a.reg.Acquire(ctx, keyedResource("ttl"), runs.SignalLogs, 1)
 	require.NoError(t, err)
 	l.Object(ctx, 7, 10)
-	l.MarkDelivered(ctx, []uint64{1, 2})
+	l.MarkDelivered(ctx, 7, []uint64{1, 2})
 
 	ttl := func(key string) time.Duration {
 		d, err := rc.PTTL(ctx, key).Result()
@@ -306,7 +306,9 @@ func TestEverySharedKeyExpiresAsTheDocSays(t *testing.T) {
 		return d
 	}
 	assert.InDelta(t, (30 * 24 * time.Hour).Seconds(), ttl("test:run:key:ttl").Seconds(), 60, "the run's record and ranges")
-	assert.InDelta(t, (7 * 24 * time.Hour).Seconds(), ttl("test:deliveredz:key:ttl").Seconds(), 60)
+	for _, key := range []string{"test:deliveredstep:7:key:ttl", "test:deliveredsteps:key:ttl", "test:deliveredheld:key:ttl"} {
+		assert.InDelta(t, (7 * 24 * time.Hour).Seconds(), ttl(key).Seconds(), 60, key)
+	}
 	assert.InDelta(t, (7 * 24 * time.Hour).Seconds(), ttl("test:pending:key:ttl").Seconds(), 60)
 	assert.InDelta(t, (10 * time.Minute).Seconds(), ttl("test:holds:key:ttl").Seconds(), 60, "a push's hold")
 	l.Release()

@@ -34,11 +34,11 @@ const (
 // re-uploads that object.
 const maxPendingObjects = 256
 
-// Delivered reports, for each episode fingerprint, whether it was
-// confirmed before: a batch replayed by the queue after a restart, or by
-// the collector's retry, must not put rows in the table twice.
-func (l Lease) Delivered(ctx context.Context, fps []uint64) ([]bool, error) {
-	return l.g.fleet.delivered(ctx, l.r, fps)
+// Delivered reports, for each fingerprint of an episode of step, whether
+// it was confirmed before: a batch replayed by the queue after a restart,
+// or by the collector's retry, must not put rows in the table twice.
+func (l Lease) Delivered(ctx context.Context, step int64, fps []uint64) ([]bool, error) {
+	return l.g.fleet.delivered(ctx, l.r, step, fps)
 }
 
 // Object returns the pending upload of the object with fingerprint fp
@@ -61,20 +61,20 @@ func (l Lease) SaveObject(ctx context.Context, fp uint64, obj platform.Object) {
 	l.g.fleet.savePending(ctx, l.r, fp, obj)
 }
 
-// MarkDelivered records episodes (or documents) a sink committed, so that
-// a replay leaves them out.
-func (l Lease) MarkDelivered(ctx context.Context, fps []uint64) {
-	if err := l.g.fleet.markDelivered(ctx, l.r, fps); err != nil {
+// MarkDelivered records episodes (or documents) of step a sink committed,
+// so that a replay leaves them out.
+func (l Lease) MarkDelivered(ctx context.Context, step int64, fps []uint64) {
+	if err := l.g.fleet.markDelivered(ctx, l.r, step, fps); err != nil {
 		l.g.Warn.Warn("delivered\x00"+l.id, "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", l.id), zap.Error(err))
 	}
 }
 
 // ObjectDone records a confirmed object: its episodes are delivered, its
 // upload is no longer pending, and the run's counts grow.
-func (l Lease) ObjectDone(ctx context.Context, fp uint64, episodes []uint64, bytes int) {
+func (l Lease) ObjectDone(ctx context.Context, fp uint64, step int64, episodes []uint64, bytes int) {
 	// A crash between the confirm and this write is the one window in
 	// which a replayed batch can put these rows in the table twice.
-	l.MarkDelivered(ctx, episodes)
+	l.MarkDelivered(ctx, step, episodes)
 	l.r.pending.cache().Remove(fp)
 	l.g.fleet.dropPending(ctx, l.r, fp)
 	l.Count("sample_rows", int64(len(episodes)))

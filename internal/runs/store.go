@@ -18,16 +18,16 @@ type Store interface {
 	Load(ctx context.Context) ([]SavedRun, error)
 	// Save replaces one run's record.
 	Save(ctx context.Context, sr SavedRun) error
-	// Delivered reports, for each episode fingerprint, whether it was
-	// confirmed before.
-	Delivered(ctx context.Context, runKey string, fps []uint64) ([]bool, error)
-	// MarkDelivered records confirmed episodes.
-	MarkDelivered(ctx context.Context, runKey string, fps []uint64) error
+	// Delivered reports, for each fingerprint of an episode of step,
+	// whether it was confirmed before.
+	Delivered(ctx context.Context, runKey string, step int64, fps []uint64) ([]bool, error)
+	// MarkDelivered records confirmed episodes of step.
+	MarkDelivered(ctx context.Context, runKey string, step int64, fps []uint64) error
 	Close(ctx context.Context) error
 }
 
 // SavedRun is one run's record in a store. It is small: the counters and
-// unconfirmed uploads, not the delivered set, which has a key per episode.
+// unconfirmed uploads, not the delivered set, which has a value per step.
 type SavedRun struct {
 	Key      string `json:"key"`
 	Source   string `json:"source"`
@@ -147,7 +147,9 @@ func (*MemStore) Load(context.Context) ([]SavedRun, error) { return nil, nil }
 func (*MemStore) Save(context.Context, SavedRun) error     { return nil }
 func (*MemStore) Close(context.Context) error              { return nil }
 
-func (m *MemStore) Delivered(_ context.Context, runKey string, fps []uint64) ([]bool, error) {
+// Delivered and MarkDelivered keep no steps: the set is in memory, and
+// bounded by count.
+func (m *MemStore) Delivered(_ context.Context, runKey string, _ int64, fps []uint64) ([]bool, error) {
 	out := make([]bool, len(fps))
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -160,7 +162,7 @@ func (m *MemStore) Delivered(_ context.Context, runKey string, fps []uint64) ([]
 	return out, nil
 }
 
-func (m *MemStore) MarkDelivered(_ context.Context, runKey string, fps []uint64) error {
+func (m *MemStore) MarkDelivered(_ context.Context, runKey string, _ int64, fps []uint64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, fp := range fps {

@@ -25,8 +25,8 @@ type backlog struct {
 	failing  error     // nil while storage takes writes
 	failedAt time.Time // the last refusal
 	records  map[string][]byte
-	marks    map[string]map[uint64]struct{}
-	n        int // fingerprints in marks
+	marks    map[string]map[int64]map[uint64]struct{} // run → step → fingerprints
+	n        int                                      // fingerprints in marks
 	// dropped counts fingerprints past maxBacklogMarks, not kept.
 	dropped int
 	// recheck looks again once storageSettle has passed, should no write
@@ -51,7 +51,7 @@ const backlogChunk = 4096
 const storageSettle = 5 * time.Second
 
 func newBacklog() backlog {
-	return backlog{records: map[string][]byte{}, marks: map[string]map[uint64]struct{}{}}
+	return backlog{records: map[string][]byte{}, marks: map[string]map[int64]map[uint64]struct{}{}}
 }
 
 // record notes a record's write: kept while storage refuses it.
@@ -75,16 +75,21 @@ func (b *backlog) written(key string, body []byte) {
 }
 
 // mark keeps a marking storage refused.
-func (b *backlog) mark(key string, fps []uint64, err error) {
+func (b *backlog) mark(key string, step int64, fps []uint64, err error) {
 	if err == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	set := b.marks[key]
+	steps := b.marks[key]
+	if steps == nil {
+		steps = map[int64]map[uint64]struct{}{}
+		b.marks[key] = steps
+	}
+	set := steps[step]
 	if set == nil {
 		set = map[uint64]struct{}{}
-		b.marks[key] = set
+		steps[step] = set
 	}
 	for _, fp := range fps {
 		if _, ok := set[fp]; ok {
@@ -100,10 +105,10 @@ func (b *backlog) mark(key string, fps []uint64, err error) {
 }
 
 // unmark forgets fingerprints written back.
-func (b *backlog) unmark(key string, fps []uint64) {
+func (b *backlog) unmark(key string, step int64, fps []uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	set := b.marks[key]
+	set := b.marks[key][step]
 	for _, fp := range fps {
 		if _, ok := set[fp]; ok {
 			delete(set, fp)
@@ -111,15 +116,18 @@ func (b *backlog) unmark(key string, fps []uint64) {
 		}
 	}
 	if len(set) == 0 {
+		delete(b.marks[key], step)
+	}
+	if len(b.marks[key]) == 0 {
 		delete(b.marks, key)
 	}
 }
 
-// delivered adds the fingerprints kept here to a storage answer.
-func (b *backlog) delivered(key string, fps []uint64, out []bool) {
+// delivered adds the fingerprints of step kept here to a storage answer.
+func (b *backlog) delivered(key string, step int64, fps []uint64, out []bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	set := b.marks[key]
+	set := b.marks[key][step]
 	if set == nil {
 		return
 	}
@@ -130,19 +138,27 @@ func (b *backlog) delivered(key string, fps []uint64, out []bool) {
 	}
 }
 
+// backlogMarking is a marking waiting to be written.
+type backlogMarking struct {
+	step int64
+	fps  []uint64
+}
+
 // take copies what waits to be written: records, and the fingerprints of
-// each run in markings of at most backlogChunk.
-func (b *backlog) take() (records map[string][]byte, marks map[string][][]uint64) {
+// each run's steps in markings of at most backlogChunk.
+func (b *backlog) take() (records map[string][]byte, marks map[string][]backlogMarking) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	records = maps.Clone(b.records)
-	marks = map[string][][]uint64{}
-	for key, set := range b.marks {
-		fps := slices.Sorted(maps.Keys(set))
-		for len(fps) > 0 {
-			n := min(len(fps), backlogChunk)
-			marks[key] = append(marks[key], fps[:n])
-			fps = fps[n:]
+	marks = map[string][]backlogMarking{}
+	for key, steps := range b.marks {
+		for _, step := range slices.Sorted(maps.Keys(steps)) {
+			fps := slices.Sorted(maps.Keys(steps[step]))
+			for len(fps) > 0 {
+				n := min(len(fps), backlogChunk)
+				marks[key] = append(marks[key], backlogMarking{step: step, fps: fps[:n]})
+				fps = fps[n:]
+			}
 		}
 	}
 	return records, marks
@@ -266,12 +282,12 @@ func (s *ExtensionStore) flush(ctx context.Context) {
 			return
 		}
 	}
-	for key, chunks := range marks {
-		for _, fps := range chunks {
+	for key, markings := range marks {
+		for _, m := range markings {
 			s.logMu.Lock()
-			err := s.markLocked(ctx, key, fps)
+			err := s.markLocked(ctx, key, m.step, m.fps)
 			if err == nil {
-				s.backlog.unmark(key, fps)
+				s.backlog.unmark(key, m.step, m.fps)
 			}
 			s.logMu.Unlock()
 			if err != nil {

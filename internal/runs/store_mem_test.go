@@ -9,7 +9,7 @@ import (
 func TestTheMemStoreRemembersDeliveredEpisodesPerRun(t *testing.T) {
 	ctx := context.Background()
 	m := NewMemStore()
-	if err := m.MarkDelivered(ctx, "run-a", []uint64{1, 2}); err != nil {
+	if err := m.MarkDelivered(ctx, "run-a", 0, []uint64{1, 2}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -23,7 +23,7 @@ func TestTheMemStoreRemembersDeliveredEpisodesPerRun(t *testing.T) {
 		{"nothing asked", "run-a", nil, []bool{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := m.Delivered(ctx, tc.run, tc.fps)
+			got, err := m.Delivered(ctx, tc.run, 0, tc.fps)
 			if err != nil || !slices.Equal(got, tc.want) {
 				t.Fatalf("Delivered = %v, %v; want %v", got, err, tc.want)
 			}
@@ -44,7 +44,7 @@ func TestTheMemStoreKeepsTheNewestFingerprintsWithinItsBound(t *testing.T) {
 		if start%2000 == 0 {
 			run = "run-b"
 		}
-		if err := m.MarkDelivered(ctx, run, fps); err != nil {
+		if err := m.MarkDelivered(ctx, run, 0, fps); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,11 +63,11 @@ func TestTheMemStoreKeepsTheNewestFingerprintsWithinItsBound(t *testing.T) {
 		if (fp/1000*1000)%2000 == 0 {
 			run = "run-b"
 		}
-		if got, _ := m.Delivered(ctx, run, []uint64{uint64(fp)}); !got[0] {
+		if got, _ := m.Delivered(ctx, run, 0, []uint64{uint64(fp)}); !got[0] {
 			t.Fatalf("fingerprint %d of %s, among the newest, is forgotten", fp, run)
 		}
 	}
-	if got, _ := m.Delivered(ctx, "run-b", []uint64{0}); got[0] {
+	if got, _ := m.Delivered(ctx, "run-b", 0, []uint64{0}); got[0] {
 		t.Fatal("the oldest fingerprint is still held past the bound")
 	}
 }

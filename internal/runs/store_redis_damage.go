@@ -39,7 +39,9 @@ type registryKey struct {
 }
 
 // registryKeys are the keys of kinds: a run's (run, holds, pending,
-// deliveredz, delivered) or the index of ending runs (ending).
+// deliveredstep:<step>, deliveredsteps, deliveredheld, and an earlier
+// release's deliveredz and delivered) or the index of ending runs
+// (ending).
 func (s *RedisStore) registryKeys(runKey string, kinds []string) []registryKey {
 	out := make([]registryKey, 0, len(kinds))
 	for _, kind := range kinds {
@@ -56,9 +58,17 @@ func (s *RedisStore) registryKeys(runKey string, kinds []string) []registryKey {
 		case "pending":
 			k.typ, k.what, k.cost = "hash", "Pending uploads", "they are uploaded again under new sample_id ranges"
 		case "deliveredz":
-			k.typ, k.what, k.cost = "zset", "Delivered episodes", "a replay of episodes delivered before may upload them again"
+			k.typ, k.what, k.cost = "zset", "Delivered episodes (an earlier release's sorted set)", "a replay of episodes delivered before may upload them again"
 		case "delivered":
 			k.typ, k.what, k.cost = "set", "Delivered episodes (an earlier release's set)", "a replay of episodes delivered before may upload them again"
+		case "deliveredsteps":
+			k.typ, k.what, k.cost = "zset", "The index of delivered steps", "the run's older steps are no longer pruned (they expire 7 days after their last marking)"
+		case "deliveredheld":
+			k.typ, k.what, k.cost = "string", "The count of delivered episodes", "nothing: it is counted again from the run's steps"
+		default:
+			if step, ok := strings.CutPrefix(kind, "deliveredstep:"); ok {
+				k.typ, k.what, k.cost = "zset", "Delivered episodes of step "+step, "a replay of that step's episodes delivered before may upload them again"
+			}
 		}
 		out = append(out, k)
 	}

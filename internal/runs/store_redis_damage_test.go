@@ -87,12 +87,36 @@ func TestADamagedSharedRegistryRepairsOrSetsAsideEachKeyWithOneLine(t *testing.T
 			line:   `Pending uploads of prime.run.key="a" in the shared run registry is damaged (a string where a hash belongs): moved aside to test:pending:key:a:damaged; they are uploaded again under new sample_id ranges`,
 		},
 		{
-			name: "delivered episodes of another type",
+			name: "a step's delivered episodes of another type",
+			damage: func(ctx context.Context, c *redis.Client) error {
+				return c.Set(ctx, "test:deliveredstep:7:key:a", "x", 0).Err()
+			},
+			want: sharedGoesOn{runID: "run-1", pendingRange: 0, nextRange: 1, delivered: false},
+			line: `Delivered episodes of step 7 of prime.run.key="a" in the shared run registry is damaged (a string where a zset belongs): moved aside to test:deliveredstep:7:key:a:damaged; a replay of that step's episodes delivered before may upload them again`,
+		},
+		{
+			name: "the index of delivered steps of another type",
+			damage: func(ctx context.Context, c *redis.Client) error {
+				return c.Set(ctx, "test:deliveredsteps:key:a", "x", 0).Err()
+			},
+			want: kept,
+			line: `The index of delivered steps of prime.run.key="a" in the shared run registry is damaged (a string where a zset belongs): moved aside to test:deliveredsteps:key:a:damaged; the run's older steps are no longer pruned`,
+		},
+		{
+			name: "the count of delivered episodes not a number",
+			damage: func(ctx context.Context, c *redis.Client) error {
+				return c.Set(ctx, "test:deliveredheld:key:a", "12x", 0).Err()
+			},
+			want: kept,
+			line: `The count of delivered episodes of prime.run.key="a" in the shared run registry is damaged (not a number): counted again from its steps; nothing is lost`,
+		},
+		{
+			name: "an earlier release's delivered episodes of another type",
 			damage: func(ctx context.Context, c *redis.Client) error {
 				return c.Set(ctx, "test:deliveredz:key:a", "x", 0).Err()
 			},
-			want: sharedGoesOn{runID: "run-1", pendingRange: 0, nextRange: 1, delivered: false},
-			line: `Delivered episodes of prime.run.key="a" in the shared run registry is damaged (a string where a zset belongs): moved aside to test:deliveredz:key:a:damaged; a replay of episodes delivered before may upload them again`,
+			want: kept,
+			line: `Delivered episodes (an earlier release's sorted set) of prime.run.key="a" in the shared run registry is damaged (a string where a zset belongs): moved aside to test:deliveredz:key:a:damaged`,
 		},
 		{
 			name:   "holds of another type",
@@ -117,7 +141,7 @@ func TestADamagedSharedRegistryRepairsOrSetsAsideEachKeyWithOneLine(t *testing.T
 			l, err := first.reg.Acquire(ctx, keyedResource("a"), runs.SignalLogs, 1)
 			require.NoError(t, err)
 			require.Equal(t, int64(0), l.Object(ctx, pendingFP, 4).Range)
-			l.MarkDelivered(ctx, []uint64{1, 2, 3})
+			l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
 			l.Release()
 			require.NoError(t, tc.damage(ctx, redisClient(t, srv)))
 

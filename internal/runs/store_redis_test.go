@@ -12,9 +12,10 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/upload"
 )
 
-func TestARunsDeliveredSetInRedisKeepsItsNewestWithinTheBound(t *testing.T) {
+func TestARunsDeliveredStepsInRedisKeepItsNewestWithinTheBound(t *testing.T) {
 	srv := redistest.New(t)
 	ctx := context.Background()
 	store := runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.Addr(), Prefix: "prime"})
@@ -23,27 +24,69 @@ func TestARunsDeliveredSetInRedisKeepsItsNewestWithinTheBound(t *testing.T) {
 	t.Cleanup(func() { _ = raw.Close() })
 
 	const bound = 1 << 18 // the bound a storage extension keeps too
+	const perStep = 4096
 	const run = "key\x00long"
+	// Step s holds s*perStep … (s+1)*perStep-1.
 	mark := func(from, to int) {
-		for start := from; start < to; start += 8192 {
-			fps := make([]uint64, 0, 8192)
-			for fp := start; fp < min(to, start+8192); fp++ {
-				fps = append(fps, uint64(fp))
+		for step := from; step < to; step++ {
+			fps := make([]uint64, perStep)
+			for i := range fps {
+				fps[i] = uint64(step*perStep + i)
 			}
-			require.NoError(t, store.MarkDelivered(ctx, run, fps))
+			require.NoError(t, store.MarkDelivered(ctx, run, int64(step), fps))
 		}
 	}
-	// What an earlier release kept: a plain set, still read.
+	// What earlier releases kept: a plain set and a sorted set, still read.
 	require.NoError(t, raw.SAdd(ctx, "prime:delivered:key:long", "ffffffff").Err())
-	mark(0, bound+bound/2)
+	require.NoError(t, raw.ZAdd(ctx, "prime:deliveredz:key:long", redis.Z{Score: 1, Member: "fffffffe"}).Err())
+	steps := (bound + bound/2) / perStep
+	mark(0, steps)
 
-	n, err := raw.ZCard(ctx, "prime:deliveredz:key:long").Result()
+	held, err := raw.Get(ctx, "prime:deliveredheld:key:long").Int64()
 	require.NoError(t, err)
-	assert.Equal(t, int64(bound), n, "fingerprints kept for the run")
-	got, err := store.Delivered(ctx, run, []uint64{0, bound/2 - 1, bound / 2, bound + bound/2 - 1, 0xffffffff, bound * 4})
+	assert.Equal(t, int64(bound), held, "fingerprints kept for the run")
+	n, err := raw.ZCard(ctx, "prime:deliveredsteps:key:long").Result()
 	require.NoError(t, err)
-	assert.Equal(t, []bool{false, false, true, true, true, false}, got,
-		"the oldest are gone, the newest bound's worth and the earlier release's set are delivered, an unmarked one is not")
+	assert.Equal(t, int64(bound/perStep), n, "steps kept")
+	newest := int64(steps - 1)
+	for _, tc := range []struct {
+		name string
+		step int64
+		fp   uint64
+		want bool
+	}{
+		{"the oldest step is gone", 0, 0, false},
+		{"the newest bound's worth is kept", newest - bound/perStep + 1, uint64((newest-bound/perStep+1)*perStep + 3), true},
+		{"the newest is kept", newest, uint64(newest*perStep + perStep - 1), true},
+		{"a fingerprint is found under its own step only", newest - 1, uint64(newest * perStep), false},
+		{"the earlier releases' sets are read at any step", 3, 0xffffffff, true},
+		{"and the sorted set too", 99, 0xfffffffe, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := store.Delivered(ctx, run, tc.step, []uint64{tc.fp})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got[0])
+		})
+	}
+}
+
+func TestAStepOfMoreEpisodesThanTheBoundInRedisKeepsItsNewest(t *testing.T) {
+	srv := redistest.New(t)
+	ctx := context.Background()
+	store := runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.Addr(), Prefix: "prime"})
+	t.Cleanup(func() { _ = store.Close(ctx) })
+	const bound = 1 << 18
+	const step = upload.NoStep // an evaluation's samples: no step
+	for from := 0; from < bound+bound/2; from += 16384 {
+		fps := make([]uint64, 16384)
+		for i := range fps {
+			fps[i] = uint64(from + i)
+		}
+		require.NoError(t, store.MarkDelivered(ctx, "eval\x00e", step, fps))
+	}
+	got, err := store.Delivered(ctx, "eval\x00e", step, []uint64{0, bound/2 - 1, bound / 2, bound + bound/2 - 1})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{false, false, true, true}, got, "the oldest members go, the newest bound's worth stays")
 }
 
 func TestTheSharedRecordOnlyMovesForward(t *testing.T) {
@@ -81,7 +124,7 @@ func TestAnErrorFromRedisIsNamedAndNeverPermanent(t *testing.T) {
 	s := runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.Addr()})
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	srv.Stop()
-	_, err := s.Delivered(context.Background(), "key\x00x", []uint64{1})
+	_, err := s.Delivered(context.Background(), "key\x00x", 1, []uint64{1})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "shared run registry (redis "+srv.Addr()+")")
 	assert.False(t, consumererror.IsPermanent(err))

@@ -87,10 +87,10 @@ func problems(logs *observer.ObservedLogs) []string {
 func deliveredAfterDamage(t *testing.T, l runs.Lease) bool {
 	t.Helper()
 	ctx := context.Background()
-	done, err := l.Delivered(ctx, []uint64{1, 2, 3})
+	done, err := l.Delivered(ctx, 7, []uint64{1, 2, 3})
 	require.NoError(t, err)
-	l.MarkDelivered(ctx, []uint64{4})
-	again, err := l.Delivered(ctx, []uint64{4})
+	l.MarkDelivered(ctx, 7, []uint64{4})
+	again, err := l.Delivered(ctx, 7, []uint64{4})
 	require.NoError(t, err)
 	assert.True(t, again[0], "a marking after the damage is kept")
 	return done[0] && done[1] && done[2]
@@ -104,7 +104,7 @@ func storeDamagedRun(t *testing.T, client storage.Client, api *countingRuns) {
 	l, err := first.reg.Acquire(ctx, keyedResource("a"), runs.SignalLogs, 1)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), l.Object(ctx, pendingFP, 4).Range)
-	l.MarkDelivered(ctx, []uint64{1, 2, 3})
+	l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
 	l.Release()
 	first.stop(t)
 }
@@ -250,21 +250,37 @@ func TestADamagedRunStoreStartsAndRecoversOrLeavesOutEachRunWithOneLine(t *testi
 			line:   `The run index in storage is damaged (garbled JSON at byte 0): the runs after the damage are not restored`,
 		},
 		{
-			name: "delivered log header truncated, rebuilt from its chunks",
+			name: "a step's delivered episodes cut, their whole fingerprints kept",
 			damage: func(t *testing.T, c *memstorage.Client) {
-				edit(t, c, "deliveredhead/"+damagedRun, cutAfter(`"first":0`, 0))
+				edit(t, c, "deliveredstep/7/0/"+damagedRun, func(raw []byte) []byte { return raw[:len(raw)-4] })
 			},
-			want: recovered,
-			line: `Delivered log of prime.run.key="a" is damaged (truncated JSON): rebuilt from its 1 chunks in storage; nothing is lost`,
+			want: goesOn{runID: "run-1", pendingRange: 0, delivered: false},
+			line: `Delivered episodes of step 7 of prime.run.key="a" in storage are damaged (truncated: 20 bytes): its 2 whole fingerprints are kept, the damaged value is kept under damaged/deliveredstep/7/0/` + damagedRun,
 		},
 		{
-			name: "delivered log header garbled, storage cannot be listed",
+			name: "a step's delivered episodes out of order, kept sorted",
 			damage: func(t *testing.T, c *memstorage.Client) {
-				edit(t, c, "deliveredhead/"+damagedRun, garble(`"next"`, 3))
+				edit(t, c, "deliveredstep/7/0/"+damagedRun, func(raw []byte) []byte { return append(raw[16:24:24], raw[:16]...) })
+			},
+			want: recovered,
+			line: `Delivered episodes of step 7 of prime.run.key="a" in storage are damaged (out of order at fingerprint 1): its 3 whole fingerprints are kept`,
+		},
+		{
+			name: "the delivered index cut, rebuilt from its parts",
+			damage: func(t *testing.T, c *memstorage.Client) {
+				edit(t, c, "deliveredsteps/"+damagedRun, func(raw []byte) []byte { return raw[:len(raw)-2] })
+			},
+			want: recovered,
+			line: `Delivered index of prime.run.key="a" in storage is damaged (checksum mismatch: truncated or altered): rebuilt from its 1 parts in storage; nothing is lost`,
+		},
+		{
+			name: "the delivered index garbled, storage cannot be listed",
+			damage: func(t *testing.T, c *memstorage.Client) {
+				edit(t, c, "deliveredsteps/"+damagedRun, func([]byte) []byte { return []byte("{}") })
 			},
 			noWalk: true,
-			want:   recovered,
-			line:   `Delivered log of prime.run.key="a" is damaged (garbled JSON at byte 11): it starts again at chunk 0; the episodes it logged before stay delivered, but are no longer pruned`,
+			want:   goesOn{runID: "run-1", pendingRange: 0, delivered: false},
+			line:   `Delivered index of prime.run.key="a" in storage is damaged (not a step index) and storage cannot be listed: it starts again empty; a replay of an episode delivered before may upload it again`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,30 +316,6 @@ func TestADamagedRunStoreStartsAndRecoversOrLeavesOutEachRunWithOneLine(t *testi
 			assert.Empty(t, third.problems(), "the next start finds nothing damaged")
 		})
 	}
-}
-
-func TestATruncatedDeliveredLogChunkIsPrunedAsFarAsItGoes(t *testing.T) {
-	client := memstorage.New()
-	core, logs := observer.New(zapcore.InfoLevel)
-	store := runs.NewExtensionStore(client, runs.ExtensionOptions{Logger: zap.New(core), Name: "file_storage"})
-	ctx := context.Background()
-	const bound = 1 << 18 // maxStoredDelivered
-	fps := make([]uint64, bound)
-	for i := range fps {
-		fps[i] = uint64(i + 1)
-	}
-	require.NoError(t, store.MarkDelivered(ctx, damagedRun, fps))
-	// The chunk loses its last fingerprint and a half.
-	edit(t, client, "deliveredlog/0/"+damagedRun, func(raw []byte) []byte { return raw[:len(raw)-12] })
-	require.NoError(t, store.MarkDelivered(ctx, damagedRun, []uint64{bound + 1}))
-
-	got, err := store.Delivered(ctx, damagedRun, []uint64{1, bound - 2, bound - 1, bound, bound + 1})
-	require.NoError(t, err)
-	assert.Equal(t, []bool{false, false, true, true, true}, got,
-		"the chunk's whole fingerprints are pruned; the two cut off stay; the newest is kept")
-	warnings := logs.FilterLevelExact(zapcore.WarnLevel).All()
-	require.Len(t, warnings, 1)
-	assert.Equal(t, `Delivered log chunk 0 of prime.run.key="a" is damaged (truncated: 2097140 bytes): its whole fingerprints are pruned, the rest stay in storage; no episode is uploaded twice`, warnings[0].Message)
 }
 
 // failingReads is a storage extension's client whose reads fail.

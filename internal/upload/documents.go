@@ -26,7 +26,13 @@ type document struct {
 
 	line []byte // stamped with the platform run
 	fp   uint64
+	// step is the record's, which keys the document's fingerprint in
+	// the delivered set; NoStep for an evaluation's.
+	step int64
 }
+
+func (d document) stepOf() int64 { return d.step }
+func (d document) fpOf() uint64  { return d.fp }
 
 // documentFingerprint identifies a stamped document apart from any row's
 // fingerprint, in the same delivered set: a replay leaves out what Prime
@@ -81,7 +87,7 @@ func (u *Uploader) sendDocuments(ctx context.Context, l Ledger, docs []document,
 	if len(docs) == 0 {
 		return nil
 	}
-	pending, err := notYetDelivered(ctx, u, l, docs, func(d document) uint64 { return d.fp })
+	pending, err := notYetDelivered(ctx, u, l, docs, document.stepOf, document.fpOf)
 	if err != nil {
 		fail(docLocs(docs), err)
 		return nil
@@ -114,11 +120,7 @@ func (u *Uploader) sendDocuments(ctx context.Context, l Ledger, docs []document,
 		switch {
 		case err == nil:
 			l.TracesCommitted(ctx)
-			fps := make([]uint64, len(part))
-			for i, d := range part {
-				fps[i] = d.fp
-			}
-			l.MarkDelivered(ctx, fps)
+			markDelivered(ctx, l, part, document.stepOf, document.fpOf)
 			l.Count("trace_documents", int64(len(part)))
 			u.tel.TracesUploaded(1, len(part))
 			if committed != nil {

@@ -49,7 +49,7 @@ func SampleFingerprint(origin []byte, i int) uint64 {
 // platform down, 429) goes back to the collector's retry with every later
 // batch, unsent. A sample too large for any request is rejected alone.
 func (u *Uploader) UploadSamples(ctx context.Context, l Ledger, evals platform.Evals, samples []EvalSample, sent func(EvalSample)) (map[Loc]bool, error) {
-	pending, err := notYetDelivered(ctx, u, l, samples, func(s EvalSample) uint64 { return s.FP })
+	pending, err := notYetDelivered(ctx, u, l, samples, func(EvalSample) int64 { return NoStep }, func(s EvalSample) uint64 { return s.FP })
 	if err != nil {
 		return sampleLocs(samples), err
 	}
@@ -109,7 +109,7 @@ func (u *Uploader) UploadSamples(ctx context.Context, l Ledger, evals platform.E
 			fps[i] = s.FP
 			sent(s)
 		}
-		l.MarkDelivered(ctx, fps)
+		l.MarkDelivered(ctx, NoStep, fps)
 		u.tel.SamplesUploaded(len(part), 0, 0)
 	}
 	if down != nil {
@@ -138,7 +138,7 @@ type EvalDocument struct {
 func (u *Uploader) UploadEvalDocuments(ctx context.Context, l Ledger, docs []EvalDocument, committed func(EvalDocument)) (onSamples []EvalDocument, retry map[Loc]bool, err error) {
 	in := make([]document, len(docs))
 	for i := range docs {
-		in[i] = document{raw: docs[i].Raw, loc: docs[i].Loc, eval: &docs[i]}
+		in[i] = document{raw: docs[i].Raw, loc: docs[i].Loc, eval: &docs[i], step: NoStep}
 	}
 	var errs []error
 	fail := func(locs []Loc, err error) {

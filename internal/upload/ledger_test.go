@@ -37,7 +37,7 @@ type fakeLedger struct {
 	journal *journal
 
 	mu        sync.Mutex
-	delivered map[uint64]bool
+	delivered map[stepFP]bool
 	pending   map[uint64]platform.Object
 	ranges    map[int64]int64
 	counts    map[string]int64
@@ -48,7 +48,7 @@ type fakeLedger struct {
 var _ Ledger = (*fakeLedger)(nil)
 
 func newFakeLedger() *fakeLedger {
-	return &fakeLedger{journal: &journal{}, delivered: map[uint64]bool{}, pending: map[uint64]platform.Object{},
+	return &fakeLedger{journal: &journal{}, delivered: map[stepFP]bool{}, pending: map[uint64]platform.Object{},
 		ranges: map[int64]int64{}, counts: map[string]int64{}}
 }
 
@@ -61,22 +61,29 @@ func (f *fakeLedger) Count(name string, n int64) {
 	f.counts[name] += n
 }
 
-func (f *fakeLedger) Delivered(_ context.Context, fps []uint64) ([]bool, error) {
+// stepFP is a delivered fingerprint with its step: a store keeps them by
+// step, so an item is found only under the step it was marked with.
+type stepFP struct {
+	step int64
+	fp   uint64
+}
+
+func (f *fakeLedger) Delivered(_ context.Context, step int64, fps []uint64) ([]bool, error) {
 	f.journal.add("delivered? %d", len(fps))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]bool, len(fps))
 	for i, fp := range fps {
-		out[i] = f.delivered[fp]
+		out[i] = f.delivered[stepFP{step, fp}]
 	}
 	return out, nil
 }
 
-func (f *fakeLedger) MarkDelivered(_ context.Context, fps []uint64) {
+func (f *fakeLedger) MarkDelivered(_ context.Context, step int64, fps []uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, fp := range fps {
-		f.delivered[fp] = true
+		f.delivered[stepFP{step, fp}] = true
 	}
 }
 
@@ -101,8 +108,8 @@ func (f *fakeLedger) SaveObject(_ context.Context, fp uint64, obj platform.Objec
 	f.journal.add("save: %s", progress(obj))
 }
 
-func (f *fakeLedger) ObjectDone(ctx context.Context, fp uint64, episodes []uint64, _ int) {
-	f.MarkDelivered(ctx, episodes)
+func (f *fakeLedger) ObjectDone(ctx context.Context, fp uint64, step int64, episodes []uint64, _ int) {
+	f.MarkDelivered(ctx, step, episodes)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.pending, fp)

@@ -119,7 +119,7 @@ func (u *Uploader) Accept(l Ledger, b *Batch, lr plog.LogRecord, loc Loc) sample
 	}
 	u.coerced(l, rec.Coerced)
 	if rec.Document != nil && u.cfg.Traces != nil && !l.DocumentsOnTable() {
-		d := document{raw: rec.Document, loc: loc}
+		d := document{raw: rec.Document, loc: loc, step: rec.Step}
 		if u.cfg.Exclusive {
 			// Kept for the table only, should the run fall back to it.
 			d.rec = &rec
@@ -223,7 +223,7 @@ func (u *Uploader) Upload(ctx context.Context, l Ledger, b *Batch) (map[Loc]bool
 			fail(b.steps[step], down)
 			continue
 		}
-		eps, err := u.undelivered(ctx, l, b.steps[step])
+		eps, err := u.undelivered(ctx, l, step, b.steps[step])
 		if err != nil {
 			fail(b.steps[step], err)
 			continue
@@ -253,25 +253,31 @@ func (u *Uploader) Upload(ctx context.Context, l Ledger, b *Batch) (map[Loc]bool
 	return retry, platform.Retryable(platform.FirstRetryError(errs))
 }
 
-// undelivered leaves out the episodes confirmed before.
-func (u *Uploader) undelivered(ctx context.Context, l Ledger, eps []episode) ([]episode, error) {
+// undelivered leaves out the episodes of step confirmed before.
+func (u *Uploader) undelivered(ctx context.Context, l Ledger, step int64, eps []episode) ([]episode, error) {
 	for i := range eps {
 		eps[i].fp = episodeFingerprint(eps[i].ep)
 	}
-	return notYetDelivered(ctx, u, l, eps, func(e episode) uint64 { return e.fp })
+	return notYetDelivered(ctx, u, l, eps, func(episode) int64 { return step }, func(e episode) uint64 { return e.fp })
 }
 
 // notYetDelivered leaves out, and counts, the items whose fingerprint a
 // sink committed before: a batch replayed by the queue after a restart, or
-// by the collector's retry.
-func notYetDelivered[T any](ctx context.Context, u *Uploader, l Ledger, items []T, fp func(T) uint64) ([]T, error) {
-	fps := make([]uint64, len(items))
-	for i, it := range items {
-		fps[i] = fp(it)
-	}
-	done, err := l.Delivered(ctx, fps)
-	if err != nil {
-		return nil, err
+// by the collector's retry. The ledger is asked once per step.
+func notYetDelivered[T any](ctx context.Context, u *Uploader, l Ledger, items []T, step func(T) int64, fp func(T) uint64) ([]T, error) {
+	done := make([]bool, len(items))
+	for st, idx := range byStep(items, step) {
+		fps := make([]uint64, len(idx))
+		for j, i := range idx {
+			fps[j] = fp(items[i])
+		}
+		got, err := l.Delivered(ctx, st, fps)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			done[i] = got[j]
+		}
 	}
 	out := items[:0:0]
 	for i, it := range items {
@@ -282,6 +288,27 @@ func notYetDelivered[T any](ctx context.Context, u *Uploader, l Ledger, items []
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// markDelivered records items a sink committed, a marking per step.
+func markDelivered[T any](ctx context.Context, l Ledger, items []T, step func(T) int64, fp func(T) uint64) {
+	for st, idx := range byStep(items, step) {
+		fps := make([]uint64, len(idx))
+		for j, i := range idx {
+			fps[j] = fp(items[i])
+		}
+		l.MarkDelivered(ctx, st, fps)
+	}
+}
+
+// byStep groups the items' indexes by step, in order.
+func byStep[T any](items []T, step func(T) int64) map[int64][]int {
+	groups := map[int64][]int{}
+	for i, it := range items {
+		st := step(it)
+		groups[st] = append(groups[st], i)
+	}
+	return groups
 }
 
 // splitBySize cuts a step's episodes into parts of at most max bytes of
@@ -321,7 +348,7 @@ func (u *Uploader) uploadObject(ctx context.Context, l Ledger, step int64, part 
 	for i, e := range part {
 		fps[i] = e.fp
 	}
-	l.ObjectDone(ctx, fp, fps, len(body))
+	l.ObjectDone(ctx, fp, step, fps, len(body))
 	u.tel.SamplesUploaded(len(part), 1, len(body))
 	return nil
 }
