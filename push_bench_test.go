@@ -115,12 +115,13 @@ func BenchmarkPushLogs(b *testing.B) {
 			b.SetBytes(int64(len(cellText(b, batches[0]))))
 			b.ReportAllocs()
 			b.ResetTimer()
-			n := 0
+			n, gen := 0, 0
 			for b.Loop() {
 				if n == len(batches) { // new runs: nothing is a replay
 					b.StopTimer()
+					gen++
 					for i := range batches {
-						batches[i] = pushBatch(s, fmt.Sprintf("bench-%d-%d", n, i), uint64(n+i))
+						batches[i] = pushBatch(s, fmt.Sprintf("bench-%d-%d", gen, i), uint64(gen*len(batches)+i))
 					}
 					n = 0
 					b.StartTimer()
