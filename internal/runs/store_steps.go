@@ -133,24 +133,34 @@ func (x *deliveredIndex) encode() []byte {
 	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
 
-// decodeStepIndex reads a step index; damage says why it cannot.
-func decodeStepIndex(raw []byte) (*deliveredIndex, string) {
-	if !bytes.HasPrefix(raw, stepIndexMagic) {
-		return nil, "not a step index"
+// openFramed checks the frame of a value encoded here (magic, an entry
+// count, the entries, a CRC32 of all that) and returns the entries' bytes
+// and their count; damage says why it cannot.
+func openFramed(raw, magic []byte) (entries []byte, n uint64, damage string) {
+	if !bytes.HasPrefix(raw, magic) {
+		return nil, 0, "not a step index"
 	}
-	if len(raw) < len(stepIndexMagic)+4 {
-		return nil, "truncated"
+	if len(raw) < len(magic)+4 {
+		return nil, 0, "truncated"
 	}
 	body := raw[:len(raw)-4]
 	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(raw[len(raw)-4:]) {
-		return nil, "checksum mismatch: truncated or altered"
+		return nil, 0, "checksum mismatch: truncated or altered"
 	}
-	r := body[len(stepIndexMagic):]
+	r := body[len(magic):]
 	n, k := binary.Uvarint(r)
 	if k <= 0 || n > uint64(len(r)) {
-		return nil, "bad entry count"
+		return nil, 0, "bad entry count"
 	}
-	r = r[k:]
+	return r[k:], n, ""
+}
+
+// decodeStepIndex reads a step index; damage says why it cannot.
+func decodeStepIndex(raw []byte) (*deliveredIndex, string) {
+	r, n, damage := openFramed(raw, stepIndexMagic)
+	if damage != "" {
+		return nil, damage
+	}
 	parts := make([]stepPart, 0, n)
 	prev := int64(0)
 	for range n {
@@ -274,22 +284,10 @@ func encodeHeader(chunks []int64) []byte {
 }
 
 func decodeHeader(raw []byte) ([]int64, string) {
-	if !bytes.HasPrefix(raw, stepHeaderMagic) {
-		return nil, "not a step index"
+	r, n, damage := openFramed(raw, stepHeaderMagic)
+	if damage != "" {
+		return nil, damage
 	}
-	if len(raw) < len(stepHeaderMagic)+4 {
-		return nil, "truncated"
-	}
-	body := raw[:len(raw)-4]
-	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(raw[len(raw)-4:]) {
-		return nil, "checksum mismatch: truncated or altered"
-	}
-	r := body[len(stepHeaderMagic):]
-	n, k := binary.Uvarint(r)
-	if k <= 0 || n > uint64(len(r)) {
-		return nil, "bad entry count"
-	}
-	r = r[k:]
 	out := make([]int64, 0, n)
 	prev := int64(0)
 	for range n {
