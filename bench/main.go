@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,6 +24,9 @@ type options struct {
 	loads      []loadSpec
 	modes      []overflowMode
 	profileDir string // "": no profile
+	// harnessProfile: a CPU profile of this process, whose fake platform
+	// and sink share the cores with the collector ("": none).
+	harnessProfile string
 }
 
 // overflowMode is what the sending queue does when full.
@@ -57,6 +61,7 @@ func parseFlags(args []string) (options, error) {
 	runs := fs.Int("runs", 8, "training runs the load carries at once")
 	quick := fs.Bool("quick", false, "one rep of a tenth of each load: a smoke run, not a measurement")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "also write a CPU profile of prime per load here (pprof extension)")
+	fs.StringVar(&o.harnessProfile, "harness-profile", "", "write a CPU profile of this process (senders, fake platform, sink, floor) here")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -107,6 +112,17 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.harnessProfile != "" {
+		f, err := os.Create(o.harnessProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "primebench:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "primebench:", err)
 		os.Exit(1)

@@ -83,6 +83,10 @@ func TestAppendFloatFormatsAsEncodingJSONDoes(t *testing.T) {
 		{1e20, "100000000000000000000"}, {1e21, "1e+21"}, {-1.5e300, "-1.5e+300"},
 		{math.MaxFloat64, "1.7976931348623157e+308"}, {math.SmallestNonzeroFloat64, "5e-324"},
 		{math.NaN(), "null"}, {math.Inf(1), "null"}, {math.Inf(-1), "null"},
+		// Whole numbers take the integer path below 2^53 and the float
+		// path from there on; both must write what encoding/json writes.
+		{-7, "-7"}, {1 << 53, "9007199254740992"}, {1<<53 - 1, "9007199254740991"},
+		{-(1<<53 - 1), "-9007199254740991"}, {1 << 60, "1152921504606847000"}, {123456789012, "123456789012"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

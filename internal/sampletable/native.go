@@ -313,7 +313,7 @@ func (d *document) envName() string {
 		return ""
 	}
 	if s, ok := d.envID.str(); ok {
-		return strings.ToValidUTF8(s, "\uFFFD")
+		return validText(s)
 	}
 	return d.envID.json()
 }

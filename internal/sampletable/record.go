@@ -2,7 +2,6 @@ package sampletable
 
 import (
 	"cmp"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -224,7 +223,7 @@ func readText(src *source, column string, rec *Record) string {
 		return ""
 	}
 	if s, ok := f.str(); ok {
-		return strings.ToValidUTF8(s, "\uFFFD") // a lone surrogate escape decodes to U+FFFD already
+		return validText(s) // a lone surrogate escape decodes to U+FFFD already
 	}
 	rec.coerce(reject.JSONText)
 	return f.json()
@@ -240,7 +239,7 @@ func readString(src *source, column string) (string, bool, error) {
 	if !ok {
 		return "", false, misfit(f, "a string")
 	}
-	return strings.ToValidUTF8(s, "\uFFFD"), true, nil
+	return validText(s), true, nil
 }
 
 func readInt(src *source, column string) (*int64, error) {
@@ -290,13 +289,13 @@ func jsonText(f field) string {
 		// literal is unwrapped only when it holds an object or array.
 		if f.raw[0] == '"' {
 			if s := jsonscan.Unquote(f.raw); jsonscan.HoldsContainer(s) {
-				return strings.ToValidUTF8(s, "\uFFFD")
+				return validText(s)
 			}
 		}
 		return f.raw
 	}
 	if s, ok := pvalue.String(f.v); ok && jsonscan.HoldsContainer(s) {
-		return strings.ToValidUTF8(s, "\uFFFD")
+		return validText(s)
 	}
 	return pjson.Encode(f.v)
 }

@@ -163,7 +163,7 @@ func readBody(v pcommon.Value) body {
 		}
 		// Invalid UTF-8 can only sit inside JSON strings; replacing it once
 		// here keeps every span cut from the body valid text.
-		s = strings.ToValidUTF8(s, "\uFFFD")
+		s = validText(s)
 		b, err := objectBody(s)
 		if err == nil {
 			return b
@@ -196,6 +196,10 @@ func objectBody(s string) (body, error) {
 // source finds a record's columns: attribute first, then body key.
 type source struct {
 	attrs pcommon.Map
+	// columnAttrs: some attribute is a prime.episode.<column>. Most
+	// records have none, and one look at the attributes spares every
+	// column its lookup by a concatenated key.
+	columnAttrs bool
 	body
 }
 
@@ -204,14 +208,23 @@ func newSource(attrs pcommon.Map, b body) (source, error) {
 	if b.err != nil {
 		return source{}, b.err
 	}
-	return source{attrs: attrs, body: b}, nil
+	s := source{attrs: attrs, body: b}
+	for k := range attrs.All() {
+		if strings.HasPrefix(k, attrPrefix) {
+			s.columnAttrs = true
+			break
+		}
+	}
+	return s, nil
 }
 
 // get finds column's value; a null or empty value is no value, so an empty
 // attribute leaves the column to the body.
 func (s *source) get(column string) (field, bool) {
-	if v, ok := s.attrs.Get(attrPrefix + column); ok && v.Type() != pcommon.ValueTypeEmpty {
-		return field{column: column, fromAttr: true, value: value{v: v}}, true
+	if s.columnAttrs {
+		if v, ok := s.attrs.Get(attrPrefix + column); ok && v.Type() != pcommon.ValueTypeEmpty {
+			return field{column: column, fromAttr: true, value: value{v: v}}, true
+		}
 	}
 	if s.hasMap {
 		if v, ok := s.m.Get(column); ok && v.Type() != pcommon.ValueTypeEmpty {

@@ -91,7 +91,7 @@ func buildTrajectory(f field, advantage *float64) (trajectory, error) {
 		return listTrajectory(f, f.v.Slice(), adv)
 	}
 	if s, ok := f.str(); ok && jsonscan.FirstNonSpace(s) == '[' {
-		return textTrajectory(f, strings.ToValidUTF8(s, "\uFFFD"), adv)
+		return textTrajectory(f, validText(s), adv)
 	}
 	return trajectory{}, rejection(reject.BadValue, f.key(), "%s must be a list of maps (or a string holding a JSON array of objects), got %s", f.name(), f.describe())
 }

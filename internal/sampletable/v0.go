@@ -44,7 +44,7 @@ func ReadEvalBody(v pcommon.Value) (EvalBody, error) {
 		if jsonscan.FirstNonSpace(s) != '{' {
 			return EvalBody{}, rejection(reject.BadBody, bodyField, "an evaluation's episode body must be a map or a string holding a JSON object, got text that is not one")
 		}
-		s = strings.ToValidUTF8(s, "\uFFFD")
+		s = validText(s)
 		var err error
 		if b, err = objectBody(s); err != nil {
 			py, changed := jsonscan.Rewrite(s, false, true)

@@ -85,7 +85,7 @@ func NewBatch() *Batch { return &Batch{steps: map[int64][]episode{}} }
 type episode struct {
 	ep  sampletable.Episode
 	loc Loc
-	fp  uint64 // fingerprint, set by undelivered
+	fp  uint64 // fingerprint (episodeFingerprint), taken as it is accepted
 }
 
 // Locs is where every record of the batch sits.
@@ -152,7 +152,10 @@ func (u *Uploader) toTable(l Ledger, b *Batch, rec sampletable.Record, loc Loc) 
 				zap.Int64("step", ep.Step), zap.Int("bytes", ep.Size), zap.Int64("max_episode_bytes", u.cfg.MaxEpisodeBytes))
 			continue
 		}
-		b.steps[rec.Step] = append(b.steps[rec.Step], episode{ep: ep, loc: loc})
+		// The fingerprint is taken here, while the row's text is still in
+		// the cache from its mapping; taken in Upload, once the batch's
+		// other records were mapped, it read every byte back from memory.
+		b.steps[rec.Step] = append(b.steps[rec.Step], episode{ep: ep, loc: loc, fp: episodeFingerprint(ep)})
 	}
 }
 
@@ -255,9 +258,6 @@ func (u *Uploader) Upload(ctx context.Context, l Ledger, b *Batch) (map[Loc]bool
 
 // undelivered leaves out the episodes of step confirmed before.
 func (u *Uploader) undelivered(ctx context.Context, l Ledger, step int64, eps []episode) ([]episode, error) {
-	for i := range eps {
-		eps[i].fp = episodeFingerprint(eps[i].ep)
-	}
 	return notYetDelivered(ctx, u, l, eps, func(episode) int64 { return step }, func(e episode) uint64 { return e.fp })
 }
 
