@@ -45,13 +45,15 @@ type branchTail struct {
 	in, out, messages optField
 }
 
-// tokens reads a token count of the last branch; nil when it has none.
-func (b branchTail) tokens(traj field, v optField, key string) (*int64, error) {
+// tokens reads a token count of the last branch into dst; nil when it has
+// none.
+func (b branchTail) tokens(traj field, v optField, key string, dst *int64) (*int64, error) {
 	if !v.ok {
 		return nil, nil
 	}
 	if n, ok := v.int(); ok {
-		return &n, nil
+		*dst = n
+		return dst, nil
 	}
 	return nil, rejection(reject.BadValue, traj.key(), "%s[%d].%s must be an int, got %s", traj.name(), b.index, key, v.describe())
 }

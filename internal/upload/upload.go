@@ -162,6 +162,9 @@ func (u *Uploader) toTable(l Ledger, b *Batch, rec sampletable.Record, loc Loc) 
 // coerced counts a record's coercions by reason and says, once per run and
 // reason, what the trainer could send instead.
 func (u *Uploader) coerced(l Ledger, reasons []reject.Reason) {
+	if len(reasons) == 0 {
+		return // nearly every record: no map to make
+	}
 	n := map[reject.Reason]int{}
 	for _, r := range reasons {
 		n[r]++
