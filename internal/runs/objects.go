@@ -109,11 +109,10 @@ func (p *pendingObjects) reset() {
 // range from [fallbackRangeLow, 2^21), above every counted range, as an
 // attached run does; two such objects of one step collide with
 // probability 2^-19. 64 steps is far beyond an async trainer's lag (a
-// handful of steps) and keeps the record about 1 KB: the whole record is
-// marshalled and written with every object, so at 512 steps its ranges
-// were most of a 2 KB-episode push's storage work, and the first 512 steps
-// of a run, while they filled, ran measurably cheaper than the rest (the
-// 1M-episode soak's CPU per episode rose about 5 % from its 10 % part).
+// handful of steps) and keeps the record small: the whole record is
+// marshalled and written with every object, so its cost is paid per
+// object, and while the counters fill a run's first steps run cheaper
+// than the rest (docs/performance.md, Over a million episodes).
 const maxRangeSteps = 64
 
 // rangeFloorKey carries the floor in a saved record's ranges, beside the
