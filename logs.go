@@ -148,7 +148,11 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []
 // sortEvents maps every record of the resources; what cannot be sent is
 // counted and logged here.
 func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.ResourceLogs) resourceEvents {
-	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[stepmetrics.Row][]upload.Loc{}, episodes: newSamplesSink(b.uploader)}
+	records := 0
+	for _, rl := range rls {
+		records += logRecordCount(rl)
+	}
+	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[stepmetrics.Row][]upload.Loc{}, episodes: newSamplesSink(b.uploader, records)}
 	for lr, loc := range eachRecord(rls) {
 		switch name := eventName(lr); name {
 		case eventMetrics:

@@ -19,8 +19,9 @@ type samplesSink struct {
 	batch *upload.Batch
 }
 
-func newSamplesSink(up *upload.Uploader) samplesSink {
-	return samplesSink{up: up, batch: upload.NewBatch()}
+// newSamplesSink is the sink of a push of about records records.
+func newSamplesSink(up *upload.Uploader, records int) samplesSink {
+	return samplesSink{up: up, batch: upload.NewBatch(records)}
 }
 
 // accept maps one record into its step's rows; what cannot be a row is

@@ -19,6 +19,11 @@ import (
 // buffers small while a page's header is a negligible share of it.
 const PageSize = 1 << 20
 
+// maxKeptPage bounds the page buffers a Writer keeps between files: a page
+// passes PageSize only by its last value, so one past this held a huge
+// value, whose buffers are not worth holding for good.
+const maxKeptPage = 4 * PageSize
+
 // MaxStatBytes is the longest string kept as a column's min or max; longer
 // ones would copy whole values into the footer, so a chunk that has one
 // gets no min/max.
@@ -134,9 +139,13 @@ func (fw *Writer) Write(dst io.Writer, t Table) error {
 			break
 		}
 	}
-	// The cells' strings are not kept past the file.
+	// The cells' strings are not kept past the file, nor the buffers of a
+	// page that one huge value made.
 	clear(fw.strs[:cap(fw.strs)])
 	fw.strs = fw.strs[:0]
+	if cap(fw.page) > maxKeptPage {
+		fw.page, fw.comp = nil, nil
+	}
 	if cw.err != nil {
 		return cw.err
 	}

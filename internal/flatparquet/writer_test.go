@@ -278,6 +278,34 @@ func TestAWriterKeepsNoCellTextOnceAFileIsWritten(t *testing.T) {
 	}
 }
 
+func TestAWriterKeepsItsPageBuffersUnlessAHugeValueGrewThem(t *testing.T) {
+	w, err := NewWriter(testSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		rows table
+		kept bool
+	}{
+		{"pages of ordinary rows", rows(700, 5000), true},
+		{"a value of several pages", rows(3, 3*maxKeptPage), false},
+		{"ordinary rows again", rows(13, 100), true},
+	} {
+		var buf bytes.Buffer
+		if err := w.Write(&buf, c.rows); err != nil {
+			t.Fatal(err)
+		}
+		if got := cap(w.page) > 0 && cap(w.comp) > 0; got != c.kept {
+			t.Errorf("after %s: page and compression buffers kept %v (page %d, comp %d bytes), want %v", c.name, got, cap(w.page), cap(w.comp), c.kept)
+		}
+		// What follows a dropped buffer is written whole all the same.
+		if got := readParquetGo(t, buf.Bytes()); fmt.Sprint(got) != fmt.Sprint(c.rows) {
+			t.Fatalf("after %s: read back %.200v, want %.200v", c.name, got, c.rows)
+		}
+	}
+}
+
 func TestNewWriterRefusesColumnsItCannotWrite(t *testing.T) {
 	for _, f := range []arrow.Field{
 		{Name: "c", Type: arrow.BinaryTypes.String},

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -55,17 +54,26 @@ type Uploader struct {
 	tel  Telemetry
 	warn *logonce.Logger
 
-	encoders sync.Pool     // *sampletable.Encoder; not safe for concurrent use
-	slots    chan struct{} // one per object being encoded
-	bodies   sync.Pool     // *bytes.Buffer of an object's bytes, kept until the sink has them
+	encoders spares[*sampletable.Encoder] // not safe for concurrent use: one per slot
+	slots    chan struct{}                // one per object being encoded
+	bodies   spares[*bytes.Buffer]        // an object's bytes, kept until the sink has them
 }
+
+// maxKeptBody is the largest object buffer kept for the next object: a
+// buffer of a rare huge object is left to the garbage collector rather
+// than held for good.
+const maxKeptBody = 16 << 20
 
 // New returns an uploader that stores objects in sink.
 func New(cfg Config, sink platform.Objects, tel Telemetry, warn *logonce.Logger) *Uploader {
+	n := cmp.Or(cfg.Encoders, runtime.GOMAXPROCS(0))
 	return &Uploader{cfg: cfg, sink: sink, tel: tel, warn: warn,
-		encoders: sync.Pool{New: func() any { return sampletable.NewEncoder() }},
-		slots:    make(chan struct{}, cmp.Or(cfg.Encoders, runtime.GOMAXPROCS(0))),
-		bodies:   sync.Pool{New: func() any { return new(bytes.Buffer) }}}
+		encoders: newSpares(n, sampletable.NewEncoder, func(*sampletable.Encoder) bool { return true }),
+		slots:    make(chan struct{}, n),
+		// A body is held through its upload, outside the encoding slot:
+		// twice the slots keeps one for each object encoding and one for
+		// each uploading in the common case.
+		bodies: newSpares(2*n, func() *bytes.Buffer { return new(bytes.Buffer) }, func(b *bytes.Buffer) bool { return b.Cap() <= maxKeptBody })}
 }
 
 // Loc is where a record sits in its resource's scope logs, so a failed
@@ -77,10 +85,14 @@ type Loc struct{ Scope, Record int }
 type Batch struct {
 	steps map[int64][]episode
 	docs  []document
+	// hint is room for the episodes of the batch's first step: a push is
+	// nearly always of one step, whose rows then take one allocation
+	// rather than a doubling's ten.
+	hint int
 }
 
-// NewBatch returns an empty batch.
-func NewBatch() *Batch { return &Batch{steps: map[int64][]episode{}} }
+// NewBatch returns an empty batch for a push of about records records.
+func NewBatch(records int) *Batch { return &Batch{steps: map[int64][]episode{}, hint: records} }
 
 type episode struct {
 	ep  sampletable.Episode
@@ -155,7 +167,11 @@ func (u *Uploader) toTable(l Ledger, b *Batch, rec sampletable.Record, loc Loc) 
 		// The fingerprint is taken here, while the row's text is still in
 		// the cache from its mapping; taken in Upload, once the batch's
 		// other records were mapped, it read every byte back from memory.
-		b.steps[rec.Step] = append(b.steps[rec.Step], episode{ep: ep, loc: loc, fp: episodeFingerprint(ep)})
+		eps := b.steps[rec.Step]
+		if eps == nil && b.hint > 0 {
+			eps, b.hint = make([]episode, 0, b.hint), 0
+		}
+		b.steps[rec.Step] = append(eps, episode{ep: ep, loc: loc, fp: episodeFingerprint(ep)})
 	}
 }
 
@@ -282,13 +298,21 @@ func notYetDelivered[T any](ctx context.Context, u *Uploader, l Ledger, items []
 			done[i] = got[j]
 		}
 	}
-	out := items[:0:0]
-	for i, it := range items {
-		if done[i] {
-			u.skip(l, reject.AlreadyDelivered, 1)
-			continue
+	n := 0
+	for _, d := range done {
+		if d {
+			n++
 		}
-		out = append(out, it)
+	}
+	if n == 0 {
+		return items, nil // nearly every push: no copy of its episodes
+	}
+	u.skip(l, reject.AlreadyDelivered, n)
+	out := make([]T, 0, len(items)-n)
+	for i, it := range items {
+		if !done[i] {
+			out = append(out, it)
+		}
 	}
 	return out, nil
 }
@@ -337,8 +361,8 @@ func splitBySize(eps []episode, max int64) [][]episode {
 func (u *Uploader) uploadObject(ctx context.Context, l Ledger, step int64, part []episode) error {
 	fp := objectFingerprint(step, part)
 	obj := l.Object(ctx, fp, step)
-	buf := u.bodies.Get().(*bytes.Buffer)
-	defer u.bodies.Put(buf)
+	buf := u.bodies.get()
+	defer u.bodies.put(buf)
 	if err := u.encode(ctx, buf, l.ID(), step, obj.Range, part); err != nil {
 		return err
 	}
@@ -370,8 +394,8 @@ func (u *Uploader) encode(ctx context.Context, buf *bytes.Buffer, runID string, 
 		eps[i] = e.ep
 		size += e.ep.Size
 	}
-	enc := u.encoders.Get().(*sampletable.Encoder)
-	defer u.encoders.Put(enc)
+	enc := u.encoders.get()
+	defer u.encoders.put(enc)
 	buf.Reset()
 	buf.Grow(size/2 + 4096)
 	return enc.Encode(buf, runID, step, rangeIdx, eps)
