@@ -43,7 +43,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -51,7 +50,7 @@ import (
 
 // Encode is v's JSON, written into a builder sized once.
 func Encode(v pcommon.Value) string {
-	var sb strings.Builder
+	var sb Buffer
 	if t := v.Type(); t == pcommon.ValueTypeMap || t == pcommon.ValueTypeSlice {
 		sb.Grow(Size(v))
 	}
@@ -60,7 +59,7 @@ func Encode(v pcommon.Value) string {
 }
 
 // Write writes v as JSON, map keys in their stored order.
-func Write(sb *strings.Builder, v pcommon.Value) {
+func Write(sb *Buffer, v pcommon.Value) {
 	write(sb, v, false, nil)
 }
 
@@ -94,11 +93,11 @@ func (r *Repeats) Reset() {
 
 // WriteRepeats is Write, taking strings written into sb before through r
 // from their first JSON.
-func WriteRepeats(sb *strings.Builder, v pcommon.Value, r *Repeats) {
+func WriteRepeats(sb *Buffer, v pcommon.Value, r *Repeats) {
 	write(sb, v, false, r)
 }
 
-func (r *Repeats) writeString(sb *strings.Builder, s string) {
+func (r *Repeats) writeString(sb *Buffer, s string) {
 	for _, w := range r.seen {
 		if len(w.s) == len(s) && w.s == s {
 			// The builder's text up to its length never changes: String
@@ -116,11 +115,11 @@ func (r *Repeats) writeString(sb *strings.Builder, s string) {
 // equal maps give equal text whatever order their keys were put in. The
 // sort is stable: a map holding one key twice (pdata does not forbid it)
 // keeps both, in their stored order.
-func WriteSorted(sb *strings.Builder, v pcommon.Value) {
+func WriteSorted(sb *Buffer, v pcommon.Value) {
 	write(sb, v, true, nil)
 }
 
-func write(sb *strings.Builder, v pcommon.Value, sorted bool, r *Repeats) {
+func write(sb *Buffer, v pcommon.Value, sorted bool, r *Repeats) {
 	var scratch [32]byte
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
@@ -170,13 +169,13 @@ func write(sb *strings.Builder, v pcommon.Value, sorted bool, r *Repeats) {
 	}
 }
 
-func writeMember(sb *strings.Builder, k string, v pcommon.Value, sorted bool, r *Repeats) {
+func writeMember(sb *Buffer, k string, v pcommon.Value, sorted bool, r *Repeats) {
 	WriteString(sb, k)
 	sb.WriteByte(':')
 	write(sb, v, sorted, r)
 }
 
-func writeSortedMap(sb *strings.Builder, m pcommon.Map) {
+func writeSortedMap(sb *Buffer, m pcommon.Map) {
 	type member struct {
 		k string
 		v pcommon.Value
@@ -300,7 +299,7 @@ func load8(s string, i int) uint64 {
 }
 
 // WriteString writes s as a JSON string (see the package rules).
-func WriteString(sb *strings.Builder, s string) {
+func WriteString(sb *Buffer, s string) {
 	sb.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); {

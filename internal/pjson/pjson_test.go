@@ -66,7 +66,7 @@ func TestWriteFollowsThePackageRules(t *testing.T) {
 }
 
 func TestWriteSortedSortsEveryMapAndOnlyMaps(t *testing.T) {
-	var sb strings.Builder
+	var sb Buffer
 	WriteSorted(&sb, nested())
 	if want := `{"a":"/wA=","b":[-3,0.5,false,null,{"x":2,"y":1}],"z":"<é>"}`; sb.String() != want {
 		t.Fatalf("WriteSorted = %s, want %s", sb.String(), want)
@@ -169,7 +169,7 @@ func FuzzWriteAgreesWithEncodingJSON(f *testing.F) {
 		if err := v.FromRaw(raw); err != nil {
 			return
 		}
-		var sorted strings.Builder
+		var sorted Buffer
 		WriteSorted(&sorted, v)
 		var std bytes.Buffer
 		enc := json.NewEncoder(&std)
@@ -189,7 +189,7 @@ func FuzzWriteAgreesWithEncodingJSON(f *testing.F) {
 
 func checkString(t *testing.T, s string) {
 	t.Helper()
-	var sb strings.Builder
+	var sb Buffer
 	WriteString(&sb, s)
 	var got, want string
 	if err := json.Unmarshal([]byte(sb.String()), &got); err != nil {
@@ -221,7 +221,7 @@ func TestWriteRepeatsWritesWhatWriteWrites(t *testing.T) {
 			msgs.AppendEmpty().SetEmptyMap().PutStr("content", s)
 		}
 	}
-	var sb strings.Builder
+	var sb Buffer
 	sb.WriteString("prefix:")
 	var r Repeats
 	WriteRepeats(&sb, v, &r)
@@ -234,7 +234,7 @@ func TestWriteRepeatsWritesWhatWriteWrites(t *testing.T) {
 		t.Errorf("%d strings remembered, want the 2 distinct long ones", n)
 	}
 	r.Reset()
-	sb.Reset()
+	sb = Buffer{}
 	WriteRepeats(&sb, v, &r)
 	if want := Encode(v); sb.String() != want {
 		t.Fatalf("after Reset, WriteRepeats wrote\n%s\nwant\n%s", sb.String(), want)

@@ -1,8 +1,6 @@
 package sampletable
 
 import (
-	"strings"
-
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/primeintellect/primeexporter/internal/jsonscan"
@@ -97,7 +95,7 @@ func (f value) forMapElements(member func(key string, v value) error, done func(
 }
 
 // writeJSON writes the value as JSON: text as it is, pdata through pjson.
-func (f value) writeJSON(sb *strings.Builder) {
+func (f value) writeJSON(sb *pjson.Buffer) {
 	if f.raw != "" {
 		sb.WriteString(f.raw)
 		return

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -381,7 +380,7 @@ func (t *trace) advantage() *float64 {
 // native_wrapper, native_trace_index}): a key the info has already keeps
 // its place and takes the new value; later duplicates of it go.
 func (t *trace) infoWithWrapper(doc string) string {
-	var sb strings.Builder
+	var sb pjson.Buffer
 	sb.Grow(t.info.orNull().jsonSize() + len(doc) + 64)
 	index := strconv.Itoa(t.index)
 	var wrapped, indexed bool
@@ -721,7 +720,7 @@ func (g *graph) write(t *trace, r *traceRow, adv *float64, withAdvantage bool) e
 	if adv != nil {
 		advText = string(pjson.AppendFloat(scratch[:0], *adv))
 	}
-	var sb strings.Builder
+	var sb pjson.Buffer
 	sb.Grow(size)
 	sb.WriteByte('[')
 	var cstart, cend int

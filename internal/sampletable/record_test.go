@@ -3,7 +3,6 @@ package sampletable
 import (
 	"errors"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -411,7 +410,7 @@ func TestEvalWorkHasNoRowSoItsColumnsAreNotRead(t *testing.T) {
 
 // quoteJSON is s as a JSON string literal.
 func quoteJSON(s string) string {
-	var sb strings.Builder
+	var sb pjson.Buffer
 	pjson.WriteString(&sb, s)
 	return sb.String()
 }

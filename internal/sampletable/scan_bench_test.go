@@ -88,7 +88,7 @@ func decodedTrajectory(raw json.RawMessage, adv []byte) (string, [3]string, erro
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
 		return "", tail, errors.New("not an array")
 	}
-	var sb strings.Builder
+	var sb pjson.Buffer
 	sb.Grow(len(raw) + 64)
 	sb.WriteByte('[')
 	for i := 0; dec.More(); i++ {

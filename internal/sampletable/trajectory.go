@@ -2,7 +2,6 @@ package sampletable
 
 import (
 	"errors"
-	"strings"
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -100,7 +99,7 @@ func buildTrajectory(f field, advantage *float64) (trajectory, error) {
 
 // endBranch closes a branch of n members, adding the advantage last when
 // the branch had none of its own.
-func endBranch(sb *strings.Builder, n int, seen bool, adv string) {
+func endBranch(sb *pjson.Buffer, n int, seen bool, adv string) {
 	if !seen {
 		if n > 0 {
 			sb.WriteByte(',')
@@ -124,7 +123,7 @@ func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, er
 	if t.branches == 0 {
 		return t, nil
 	}
-	var sb strings.Builder
+	var sb pjson.Buffer
 	sb.Grow(pjson.Size(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4))
 	var messages span
 	// A branch repeats the conversation before it: the repeats are copied.
@@ -194,7 +193,7 @@ type span struct {
 
 func textTrajectory(f field, text, adv string) (trajectory, error) {
 	var t trajectory
-	var sb strings.Builder
+	var sb pjson.Buffer
 	sb.Grow(len(text) + 64)
 	sb.WriteByte('[')
 	err := jsonscan.EachElement(text, func(i, start int) (int, error) {

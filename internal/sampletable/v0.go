@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"strconv"
-	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
@@ -333,7 +332,7 @@ func (t *trace) calledValues() (lengthStop bool, usage string, err error) {
 	if !hasUsage {
 		return lengthStop, "null", nil
 	}
-	var sb strings.Builder
+	var sb pjson.Buffer
 	var scratch [32]byte
 	sb.WriteByte('{')
 	for j, key := range keys {
@@ -367,7 +366,7 @@ var v0Keys = map[string]bool{"sample_id": true, "example_id": true, "rollout_num
 // its own name unless that name is taken. A key the document leaves out
 // is null.
 func (d *document) v0Sample(t *trace, p *v0Parts, rollout int64, sampleID optValue, info string) string {
-	var sb strings.Builder
+	var sb pjson.Buffer
 	sb.Grow(len(info) + len(p.row.trajectory) + len(p.row.completion) + t.task.orNull().jsonSize() + t.timing.orNull().jsonSize() +
 		t.metrics.orNull().jsonSize() + t.tools.orNull().jsonSize() + 512)
 	n := 0

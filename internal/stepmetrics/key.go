@@ -83,7 +83,7 @@ func plainValue(v pcommon.Value) string {
 	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
 		// Sorted, so a series keeps its key whatever order a producer put
 		// the map's keys in.
-		var sb strings.Builder
+		var sb pjson.Buffer
 		pjson.WriteSorted(&sb, v)
 		return sb.String()
 	}
