@@ -111,7 +111,7 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []
 		return platform.FirstRetryError(errs)
 	}
 
-	ev := e.sortEvents(b, l, rls)
+	ev := e.sortEvents(b, l, rls, records)
 	var errs []error
 	failedRows, err := l.PostSteps(ctx, runs.SignalLogs, ev.steps)
 	if err != nil {
@@ -147,11 +147,7 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []
 
 // sortEvents maps every record of the resources; what cannot be sent is
 // counted and logged here.
-func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.ResourceLogs) resourceEvents {
-	records := 0
-	for _, rl := range rls {
-		records += logRecordCount(rl)
-	}
+func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.ResourceLogs, records int) resourceEvents {
 	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[stepmetrics.Row][]upload.Loc{}, episodes: newSamplesSink(b.uploader, records)}
 	for lr, loc := range eachRecord(rls) {
 		switch name := eventName(lr); name {

@@ -21,7 +21,7 @@ type samplesSink struct {
 
 // newSamplesSink is the sink of a push of about records records.
 func newSamplesSink(up *upload.Uploader, records int) samplesSink {
-	return samplesSink{up: up, batch: upload.NewBatch(records)}
+	return samplesSink{up: up, batch: up.NewBatch(records)}
 }
 
 // accept maps one record into its step's rows; what cannot be a row is
@@ -34,6 +34,7 @@ func (s samplesSink) accept(l upload.Ledger, lr plog.LogRecord, loc upload.Loc) 
 // platform down (the push's earlier posts said so) nothing is attempted:
 // every record goes back unsent, as the rest of the push does.
 func (s samplesSink) send(ctx context.Context, l upload.Ledger, platformDown bool) (map[upload.Loc]bool, error) {
+	defer s.batch.Release()
 	if platformDown {
 		return s.batch.Locs(), nil
 	}

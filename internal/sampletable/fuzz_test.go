@@ -169,7 +169,7 @@ func FuzzDocument(f *testing.F) {
 			limit = 0
 		}
 
-		rec, err := mapRecord(a, body, testCreatedAt(), limit)
+		rec, err := mapRecord(nil, a, body, testCreatedAt(), limit)
 		if err != nil {
 			rej, ok := errors.AsType[*reject.Rejection](err)
 			if !ok || !strings.HasPrefix(err.Error(), "prime.episode: ") || rej.Field == "" {

@@ -545,16 +545,16 @@ func fallbackDoc() string {
 func TestADocumentTooLargeForOneSampleGivesOneRowPerTrace(t *testing.T) {
 	doc := fallbackDoc()
 	for _, body := range []pcommon.Value{jsonValue(t, doc), pcommon.NewValueStr(doc)} {
-		whole, err := mapRecord(trainAttrs(t, 10), body, testCreatedAt(), maxSampleBytes)
+		whole, err := mapRecord(nil, trainAttrs(t, 10), body, testCreatedAt(), maxSampleBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
 		limit := sampleEnvelopeBytes + sampleFieldBytes + oneRow(t, whole).Size
-		fits, err := mapRecord(trainAttrs(t, 10), body, testCreatedAt(), limit)
+		fits, err := mapRecord(nil, trainAttrs(t, 10), body, testCreatedAt(), limit)
 		if err != nil || len(fits.Rows) != 1 {
 			t.Fatalf("at the limit: %d rows, %v; want one", len(fits.Rows), err)
 		}
-		rec, err := mapRecord(trainAttrs(t, 10), body, testCreatedAt(), limit-1)
+		rec, err := mapRecord(nil, trainAttrs(t, 10), body, testCreatedAt(), limit-1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -587,7 +587,7 @@ func TestADocumentTooLargeForOneSampleGivesOneRowPerTrace(t *testing.T) {
 
 func TestRowsOfIdenticalTracesDifferOnlyByTheirPart(t *testing.T) {
 	same := nativeTrace(chain(1))
-	rec, err := mapRecord(trainAttrs(t, 10), pcommon.NewValueStr(nativeDoc(same, same)), testCreatedAt(), 0)
+	rec, err := mapRecord(nil, trainAttrs(t, 10), pcommon.NewValueStr(nativeDoc(same, same)), testCreatedAt(), 0)
 	if err != nil || len(rec.Rows) != 2 {
 		t.Fatalf("%d rows, %v", len(rec.Rows), err)
 	}

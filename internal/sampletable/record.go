@@ -64,21 +64,27 @@ func (r *Record) coerce(how reject.Reason) {
 // trajectory come back without error and without rows; the caller skips
 // them.
 func FromRecord(attrs pcommon.Map, body pcommon.Value, ts, observed pcommon.Timestamp, now time.Time) (Record, error) {
-	return mapRecord(attrs, body, createdAt(ts, observed, now), maxSampleBytes)
+	return FromRecordIn(nil, attrs, body, ts, observed, now)
+}
+
+// FromRecordIn is FromRecord writing the rows' trajectories into a, whose
+// Release ends them.
+func FromRecordIn(a *Arena, attrs pcommon.Map, body pcommon.Value, ts, observed pcommon.Timestamp, now time.Time) (Record, error) {
+	return mapRecord(a, attrs, body, createdAt(ts, observed, now), maxSampleBytes)
 }
 
 // mapRecord takes the sample limit of the per-trace fallback, so that
 // tests need not build 25 MiB documents to reach it.
-func mapRecord(attrs pcommon.Map, v pcommon.Value, created time.Time, sampleLimit int) (Record, error) {
+func mapRecord(a *Arena, attrs pcommon.Map, v pcommon.Value, created time.Time, sampleLimit int) (Record, error) {
 	b := readBody(v)
 	if b.err == nil && b.isDocument() {
 		return fromDocument(attrs, b, created, sampleLimit)
 	}
-	return fromColumns(attrs, b, created)
+	return fromColumns(a, attrs, b, created)
 }
 
 // fromColumns maps a column-keyed record.
-func fromColumns(attrs pcommon.Map, b body, created time.Time) (Record, error) {
+func fromColumns(a *Arena, attrs pcommon.Map, b body, created time.Time) (Record, error) {
 	var rec Record
 	step, how, ok, err := workStep(attrs)
 	if err != nil {
@@ -109,7 +115,7 @@ func fromColumns(attrs pcommon.Map, b body, created time.Time) (Record, error) {
 	if !ok {
 		return rec, nil
 	}
-	t, err := buildTrajectory(traj, ep.Advantage)
+	t, err := buildTrajectory(a, traj, ep.Advantage)
 	if err != nil {
 		return Record{}, err
 	}

@@ -45,7 +45,7 @@ func scannedBodyText(attrs pcommon.Map, body pcommon.Value, advantage *float64) 
 		out.columns = append(out.columns, f.raw)
 	}
 	traj, _ := src.get(colTrajectory)
-	t, err := buildTrajectory(traj, advantage)
+	t, err := buildTrajectory(nil, traj, advantage)
 	if err != nil {
 		return bodyText{}, err
 	}

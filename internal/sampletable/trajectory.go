@@ -79,7 +79,7 @@ func (b *branchTail) see(key string, f field) {
 // of objects; branches keep their key order, with "advantage" where the
 // branch had it, else last. Branches given as JSON text keep their values'
 // text byte for byte.
-func buildTrajectory(f field, advantage *float64) (trajectory, error) {
+func buildTrajectory(a *Arena, f field, advantage *float64) (trajectory, error) {
 	adv := "null"
 	if advantage != nil {
 		var scratch [32]byte
@@ -87,12 +87,12 @@ func buildTrajectory(f field, advantage *float64) (trajectory, error) {
 	}
 	switch {
 	case f.raw != "" && f.raw[0] == '[':
-		return textTrajectory(f, f.raw, adv)
+		return textTrajectory(a, f, f.raw, adv)
 	case f.raw == "" && f.v.Type() == pcommon.ValueTypeSlice:
-		return listTrajectory(f, f.v.Slice(), adv)
+		return listTrajectory(a, f, f.v.Slice(), adv)
 	}
 	if s, ok := f.str(); ok && jsonscan.FirstNonSpace(s) == '[' {
-		return textTrajectory(f, validText(s), adv)
+		return textTrajectory(a, f, validText(s), adv)
 	}
 	return trajectory{}, rejection(reject.BadValue, f.key(), "%s must be a list of maps (or a string holding a JSON array of objects), got %s", f.name(), f.describe())
 }
@@ -118,13 +118,12 @@ func notABranch(f field, i int, kind string) error {
 // trajectories.
 var repeatsPool = sync.Pool{New: func() any { return new(pjson.Repeats) }}
 
-func listTrajectory(f field, branches pcommon.Slice, adv string) (trajectory, error) {
+func listTrajectory(a *Arena, f field, branches pcommon.Slice, adv string) (trajectory, error) {
 	t := trajectory{branches: branches.Len()}
 	if t.branches == 0 {
 		return t, nil
 	}
-	var sb pjson.Buffer
-	sb.Grow(pjson.Size(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4))
+	sb := pjson.NewBuffer(a.take(pjson.Size(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4)))
 	var messages span
 	// A branch repeats the conversation before it: the repeats are copied.
 	repeats := repeatsPool.Get().(*pjson.Repeats)
@@ -191,10 +190,13 @@ type span struct {
 	container  bool
 }
 
-func textTrajectory(f field, text, adv string) (trajectory, error) {
+func textTrajectory(a *Arena, f field, text, adv string) (trajectory, error) {
 	var t trajectory
-	var sb pjson.Buffer
-	sb.Grow(len(text) + 64)
+	// Room for the text, a thirty-second more (advantages longer than the
+	// branches' own) and an advantage added to four branches: past it,
+	// the buffer moves to memory of its own, which costs a copy, not a
+	// wrong byte.
+	sb := pjson.NewBuffer(a.take(len(text) + len(text)/32 + 4*(len(branchAdvantage)+len(adv)+4)))
 	sb.WriteByte('[')
 	err := jsonscan.EachElement(text, func(i, start int) (int, error) {
 		if text[start] != '{' {

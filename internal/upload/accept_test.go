@@ -101,7 +101,7 @@ func TestAcceptPutsEveryRowInTheBatchAndCountsWhatHasNone(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l, tel := testLease(t)
 			u := New(Config{StepInterval: 10, MaxEpisodeBytes: 4096, MaxObjectBytes: 1 << 20}, nil, tel, logonce.New(zap.NewNop(), 16))
-			b := NewBatch(0)
+			b := u.NewBatch(0)
 			rec := u.Accept(l, b, tt.lr, Loc{Record: 3})
 			n := 0
 			for step, eps := range b.steps {
@@ -125,7 +125,7 @@ func TestEveryRowOfAnOversizedDocumentIsItsOwnEpisode(t *testing.T) {
 	long := strings.Repeat("x", 9<<20)
 	l, tel := testLease(t)
 	u := New(Config{StepInterval: 10, MaxEpisodeBytes: 1 << 20, MaxObjectBytes: 1 << 20}, nil, tel, logonce.New(zap.NewNop(), 16))
-	b := NewBatch(0)
+	b := u.NewBatch(0)
 	rec := u.Accept(l, b, record(nativeDoc("42", "42", long)), Loc{})
 	require.Len(t, rec.Rows, 3)
 	require.Len(t, b.steps[20], 2)

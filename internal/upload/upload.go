@@ -57,7 +57,13 @@ type Uploader struct {
 	encoders spares[*sampletable.Encoder] // not safe for concurrent use: one per slot
 	slots    chan struct{}                // one per object being encoded
 	bodies   spares[*bytes.Buffer]        // an object's bytes, kept until the sink has them
+	text     *sampletable.ArenaPool       // the chunks of the batches' rows
 }
+
+// keptTextChunks is how many 1 MiB chunks of row text an Uploader keeps
+// between pushes (more go to the garbage collector's care): a push of
+// 8 MiB of 2 KB episodes holds about 16 MB of trajectories.
+const keptTextChunks = 32
 
 // maxKeptBody is the largest object buffer kept for the next object: a
 // buffer of a rare huge object is left to the garbage collector rather
@@ -73,7 +79,8 @@ func New(cfg Config, sink platform.Objects, tel Telemetry, warn *logonce.Logger)
 		// A body is held through its upload, outside the encoding slot:
 		// twice the slots keeps one for each object encoding and one for
 		// each uploading in the common case.
-		bodies: newSpares(2*n, func() *bytes.Buffer { return new(bytes.Buffer) }, func(b *bytes.Buffer) bool { return b.Cap() <= maxKeptBody })}
+		bodies: newSpares(2*n, func() *bytes.Buffer { return new(bytes.Buffer) }, func(b *bytes.Buffer) bool { return b.Cap() <= maxKeptBody }),
+		text:   sampletable.NewArenaPool(keptTextChunks)}
 }
 
 // Loc is where a record sits in its resource's scope logs, so a failed
@@ -89,10 +96,22 @@ type Batch struct {
 	// nearly always of one step, whose rows then take one allocation
 	// rather than a doubling's ten.
 	hint int
+	// text holds the rows' trajectories until Release.
+	text *sampletable.Arena
 }
 
 // NewBatch returns an empty batch for a push of about records records.
-func NewBatch(records int) *Batch { return &Batch{steps: map[int64][]episode{}, hint: records} }
+// Release ends it.
+func (u *Uploader) NewBatch(records int) *Batch {
+	return &Batch{steps: map[int64][]episode{}, hint: records, text: u.text.Arena()}
+}
+
+// Release gives back the memory of the batch's rows: nothing may read
+// them after, the Upload that sent them included.
+func (b *Batch) Release() {
+	b.text.Release()
+	b.steps, b.docs = nil, nil
+}
 
 type episode struct {
 	ep  sampletable.Episode
@@ -119,7 +138,7 @@ func (b *Batch) Locs() map[Loc]bool {
 // them. It returns the record as mapped, for the sinks that take more of
 // it than its rows (its Document); a rejected record comes back empty.
 func (u *Uploader) Accept(l Ledger, b *Batch, lr plog.LogRecord, loc Loc) sampletable.Record {
-	rec, err := sampletable.FromRecord(lr.Attributes(), lr.Body(), lr.Timestamp(), lr.ObservedTimestamp(), time.Now())
+	rec, err := sampletable.FromRecordIn(b.text, lr.Attributes(), lr.Body(), lr.Timestamp(), lr.ObservedTimestamp(), time.Now())
 	if err != nil {
 		reason := reject.BadValue
 		if rej, ok := errors.AsType[*reject.Rejection](err); ok {

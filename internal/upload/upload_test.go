@@ -150,7 +150,7 @@ func episodeAt(step int64, answer string) plog.LogRecord {
 // push accepts the records into a batch, each at its own Loc, and uploads
 // it.
 func push(u *Uploader, l Ledger, recs ...plog.LogRecord) (map[Loc]bool, error) {
-	b := NewBatch(0)
+	b := u.NewBatch(0)
 	for i, lr := range recs {
 		u.Accept(l, b, lr, Loc{Record: i})
 	}

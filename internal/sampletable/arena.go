@@ -1,0 +1,97 @@
+package sampletable
+
+import "sync"
+
+// arenaChunk is the memory an Arena carves texts from at a time; a text
+// larger than a quarter of it gets memory of its own, so that a chunk is
+// not left mostly unused.
+const arenaChunk = 1 << 20
+
+// Arena is memory the trajectories of mapped rows are written into
+// (FromRecordIn), carved out of chunks that go back to their ArenaPool on
+// Release, for the next push's rows. At 2 KB episodes a trajectory was one
+// allocation of about 5 KB per row, most of what the exporter allocated;
+// writing them into reused chunks took a tenth off the collector's CPU per
+// episode (docs/performance.md).
+//
+// Release ends the texts: their bytes are zeroed and the chunks written
+// over by later rows, so nothing may keep a row's text past it. A row that
+// did would read as NUL bytes, which no test accepts, rather than as
+// another row's text. An Arena is not safe for concurrent use; a nil
+// Arena allocates each text on its own, as a mapping without one does.
+type Arena struct {
+	pool   *ArenaPool
+	chunks [][]byte // taken from the pool, in use
+	rest   []byte   // the newest chunk's unused tail
+}
+
+// take returns room for n bytes: a slice of length 0 and capacity n, which
+// an append past n leaves for memory of its own rather than write into the
+// next text's.
+func (a *Arena) take(n int) []byte {
+	if a == nil || n > arenaChunk/4 {
+		return make([]byte, 0, n)
+	}
+	if len(a.rest) < n {
+		c := a.pool.get()
+		a.chunks = append(a.chunks, c)
+		a.rest = c
+	}
+	b := a.rest[:0:n]
+	a.rest = a.rest[n:]
+	return b
+}
+
+// Release zeroes the texts written into a and gives its chunks back.
+func (a *Arena) Release() {
+	if a == nil {
+		return
+	}
+	for i, c := range a.chunks {
+		if i == len(a.chunks)-1 {
+			clear(c[:len(c)-len(a.rest)])
+		} else {
+			clear(c)
+		}
+		a.pool.put(c)
+	}
+	a.chunks, a.rest = nil, nil
+}
+
+// ArenaPool holds the chunks of the Arenas made from it. It keeps up to a
+// fixed number between pushes, which survive garbage collections, and
+// leaves what is beyond that to a sync.Pool, which a collection empties
+// once the load that needed them has passed. It is safe for concurrent
+// use.
+type ArenaPool struct {
+	kept     chan []byte
+	overflow sync.Pool
+}
+
+// NewArenaPool returns a pool that keeps up to chunks chunks.
+func NewArenaPool(chunks int) *ArenaPool {
+	return &ArenaPool{kept: make(chan []byte, chunks)}
+}
+
+// Arena returns an empty Arena carving from p's chunks.
+func (p *ArenaPool) Arena() *Arena { return &Arena{pool: p} }
+
+func (p *ArenaPool) get() []byte {
+	select {
+	case c := <-p.kept:
+		return c
+	default:
+	}
+	if c, ok := p.overflow.Get().(*[]byte); ok {
+		return *c
+	}
+	return make([]byte, arenaChunk)
+}
+
+func (p *ArenaPool) put(c []byte) {
+	select {
+	case p.kept <- c:
+	default:
+		p.overflow.Put(&c)
+	}
+}

@@ -1,0 +1,115 @@
+package sampletable
+
+import (
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// mapEach maps every body with a (nil: no arena).
+func mapEach(tb testing.TB, a *Arena, bodies []pcommon.Value, attrs pcommon.Map) []Episode {
+	tb.Helper()
+	var eps []Episode
+	for _, body := range bodies {
+		rec, err := FromRecordIn(a, attrs, body, 1, 0, testNow())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		eps = append(eps, rec.Rows...)
+	}
+	return eps
+}
+
+func TestRowsMappedIntoAnArenaAreTheRowsMappedWithoutAndEndWithItsRelease(t *testing.T) {
+	for _, s := range benchShapes() {
+		for _, asJSON := range []bool{false, true} {
+			t.Run(s.name+map[bool]string{false: "/map-body", true: "/json-body"}[asJSON], func(t *testing.T) {
+				bodies, attrs, _ := benchRecords(s, asJSON)
+				want := mapEach(t, nil, bodies, attrs)
+				a := NewArenaPool(4).Arena()
+				got := mapEach(t, a, bodies, attrs)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("rows mapped into an arena differ from the rows mapped without")
+				}
+				a.Release()
+				for i, ep := range got {
+					if strings.Trim(ep.Trajectory, "\x00") != "" {
+						t.Fatalf("row %d's trajectory still reads %.40q after Release; want the zeroes that show a text kept too long", i, ep.Trajectory)
+					}
+				}
+				if !reflect.DeepEqual(mapEach(t, nil, bodies, attrs), want) {
+					t.Fatalf("the records changed")
+				}
+			})
+		}
+	}
+}
+
+func TestATextLargerThanAQuarterChunkGetsMemoryOfItsOwn(t *testing.T) {
+	content := strings.Repeat("x", arenaChunk/2)
+	body := jsonValue(t, `{"trajectory":[{"messages":[{"role":"user","content":"`+content+`"}]}]}`)
+	a := NewArenaPool(1).Arena()
+	rec, err := FromRecordIn(a, trainAttrs(t, 1), body, 1, 0, testNow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.chunks) != 0 {
+		t.Fatalf("the arena took %d chunks for a text of %d bytes, want none", len(a.chunks), len(rec.Rows[0].Trajectory))
+	}
+	a.Release()
+	if !strings.Contains(rec.Rows[0].Trajectory, content) {
+		t.Fatalf("a text of its own memory was changed by Release")
+	}
+}
+
+func TestAnArenaTextThatOutgrowsItsRoomLeavesTheNextTextAlone(t *testing.T) {
+	a := NewArenaPool(1).Arena()
+	first, second := a.take(4), a.take(4)
+	second = append(second, "next"...)
+	first = append(first, "longer than four"...)
+	if string(second) != "next" || string(first) != "longer than four" {
+		t.Fatalf("first %q, second %q; want each its own text", first, second)
+	}
+}
+
+func TestReleasedChunksServeTheNextArenaZeroed(t *testing.T) {
+	pool := NewArenaPool(1)
+	a := pool.Arena()
+	b := append(a.take(8), "episode!"...)
+	a.Release()
+	c := pool.Arena().take(8)
+	if unsafe.SliceData(b) != unsafe.SliceData(c) {
+		t.Fatalf("the next arena got a new chunk; want the released one")
+	}
+	if got := c[:8]; string(got) != strings.Repeat("\x00", 8) {
+		t.Fatalf("the reused chunk holds %q, want zeroes", got)
+	}
+}
+
+func TestArenasOfOnePoolMapSideBySide(t *testing.T) {
+	bodies, attrs, _ := benchRecords(benchShapes()[0], false)
+	want := mapEach(t, nil, bodies, attrs)
+	pool := NewArenaPool(2) // fewer than the arenas: some chunks overflow
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for range 4 {
+		wg.Go(func() {
+			for range 5 {
+				a := pool.Arena()
+				if got := mapEach(t, a, bodies, attrs); !reflect.DeepEqual(got, want) {
+					errs <- "rows mapped beside other arenas differ"
+				}
+				a.Release()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+}
