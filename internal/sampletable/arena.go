@@ -1,18 +1,24 @@
 package sampletable
 
-import "sync"
+import (
+	"sync"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/primeintellect/primeexporter/internal/pjson"
+)
 
 // arenaChunk is the memory an Arena carves texts from at a time; a text
 // larger than a quarter of it gets memory of its own, so that a chunk is
 // not left mostly unused.
 const arenaChunk = 1 << 20
 
-// Arena is memory the trajectories of mapped rows are written into
-// (FromRecordIn), carved out of chunks that go back to their ArenaPool on
-// Release, for the next push's rows. At 2 KB episodes a trajectory was one
-// allocation of about 5 KB per row, most of what the exporter allocated;
-// writing them into reused chunks took a tenth off the collector's CPU per
-// episode (docs/performance.md).
+// Arena is memory the JSON columns of mapped rows (their trajectories
+// above all) are written into (FromRecordIn), carved out of chunks that
+// go back to their ArenaPool on Release, for the next push's rows. At 2 KB
+// episodes a trajectory was one allocation of about 5 KB per row, most of
+// what the exporter allocated; writing them into reused chunks took a
+// tenth off the collector's CPU per episode (docs/performance.md).
 //
 // Release ends the texts: their bytes are zeroed and the chunks written
 // over by later rows, so nothing may keep a row's text past it. A row that
@@ -40,6 +46,16 @@ func (a *Arena) take(n int) []byte {
 	b := a.rest[:0:n]
 	a.rest = a.rest[n:]
 	return b
+}
+
+// encode is v's JSON (pjson.Encode), written into a.
+func (a *Arena) encode(v pcommon.Value) string {
+	if t := v.Type(); a == nil || (t != pcommon.ValueTypeMap && t != pcommon.ValueTypeSlice) {
+		return pjson.Encode(v)
+	}
+	sb := pjson.NewBuffer(a.take(pjson.Size(v)))
+	pjson.Write(&sb, v)
+	return sb.String()
 }
 
 // Release zeroes the texts written into a and gives its chunks back.

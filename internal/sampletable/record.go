@@ -7,7 +7,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/primeintellect/primeexporter/internal/jsonscan"
-	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/internal/reject"
 )
@@ -67,7 +66,7 @@ func FromRecord(attrs pcommon.Map, body pcommon.Value, ts, observed pcommon.Time
 	return FromRecordIn(nil, attrs, body, ts, observed, now)
 }
 
-// FromRecordIn is FromRecord writing the rows' trajectories into a, whose
+// FromRecordIn is FromRecord writing the rows' JSON columns into a, whose
 // Release ends them.
 func FromRecordIn(a *Arena, attrs pcommon.Map, body pcommon.Value, ts, observed pcommon.Timestamp, now time.Time) (Record, error) {
 	return mapRecord(a, attrs, body, createdAt(ts, observed, now), maxSampleBytes)
@@ -134,18 +133,18 @@ func fromColumns(a *Arena, attrs pcommon.Map, b body, created time.Time) (Record
 		}
 	}
 
-	ep.Completion = optJSON(&src, colCompletion, &cells.completion)
+	ep.Completion = optJSON(a, &src, colCompletion, &cells.completion)
 	if ep.Completion == nil && t.last.messages.ok {
 		cells.completion = t.lastMessages
 		if cells.completion == "" {
-			cells.completion = jsonText(t.last.messages.field)
+			cells.completion = jsonText(a, t.last.messages.field)
 		}
 		ep.Completion = &cells.completion
 	}
-	ep.Task = optJSON(&src, colTask, &cells.task)
-	ep.Info = optJSON(&src, colInfo, &cells.info)
-	ep.Metrics = optJSON(&src, colMetrics, &cells.metrics)
-	ep.Timing = optJSON(&src, colTiming, &cells.timing)
+	ep.Task = optJSON(a, &src, colTask, &cells.task)
+	ep.Info = optJSON(a, &src, colInfo, &cells.info)
+	ep.Metrics = optJSON(a, &src, colMetrics, &cells.metrics)
+	ep.Timing = optJSON(a, &src, colTiming, &cells.timing)
 	ep.Size = ep.size()
 	rec.Rows = []Episode{ep}
 	return rec, nil
@@ -291,19 +290,19 @@ func misfit(f field, want string) error {
 }
 
 // optJSON reads a JSON text column; nil when the record has none.
-func optJSON(src *source, column string, dst *string) *string {
+func optJSON(a *Arena, src *source, column string, dst *string) *string {
 	f, ok := src.get(column)
 	if !ok {
 		return nil
 	}
-	*dst = jsonText(f)
+	*dst = jsonText(a, f)
 	return dst
 }
 
 // jsonText is a JSON column's text: the JSON encoding of the value, except
 // that a string already holding a JSON object or array is stored as it is,
 // so a trainer that serialised the value itself is not double-encoded.
-func jsonText(f field) string {
+func jsonText(a *Arena, f field) string {
 	if f.raw != "" {
 		// A span of the body's JSON text is JSON already; a JSON string
 		// literal is unwrapped only when it holds an object or array.
@@ -317,5 +316,5 @@ func jsonText(f field) string {
 	if s, ok := pvalue.String(f.v); ok && jsonscan.HoldsContainer(s) {
 		return validText(s)
 	}
-	return pjson.Encode(f.v)
+	return a.encode(f.v)
 }
