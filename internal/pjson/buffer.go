@@ -22,6 +22,9 @@ func (b *Buffer) Grow(n int) { b.b = slices.Grow(b.b, n) }
 // Len is the number of bytes written.
 func (b *Buffer) Len() int { return len(b.b) }
 
+// Bytes is the bytes written, without a copy.
+func (b *Buffer) Bytes() []byte { return b.b }
+
 // String is the bytes written, without a copy.
 func (b *Buffer) String() string { return unsafe.String(unsafe.SliceData(b.b), len(b.b)) }
 

@@ -57,16 +57,16 @@ func TestRowsMappedIntoAnArenaAreTheRowsMappedWithoutAndEndWithItsRelease(t *tes
 	}
 }
 
-func TestATextLargerThanAQuarterChunkGetsMemoryOfItsOwn(t *testing.T) {
-	content := strings.Repeat("x", arenaChunk/2)
+func TestATextLargerThanAChunkGetsMemoryOfItsOwn(t *testing.T) {
+	content := strings.Repeat("x", arenaChunk+arenaChunk/2)
 	body := jsonValue(t, `{"trajectory":[{"messages":[{"role":"user","content":"`+content+`"}]}]}`)
 	a := NewArenaPool(1).Arena()
 	rec, err := FromRecordIn(a, trainAttrs(t, 1), body, 1, 0, testNow())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.chunks) != 0 {
-		t.Fatalf("the arena took %d chunks for a text of %d bytes, want none", len(a.chunks), len(rec.Rows[0].Trajectory))
+	if inChunks(a, rec.Rows[0].Trajectory) {
+		t.Fatalf("a text of %d bytes was written into a chunk of %d", len(rec.Rows[0].Trajectory), arenaChunk)
 	}
 	a.Release()
 	if !strings.Contains(rec.Rows[0].Trajectory, content) {
@@ -120,4 +120,40 @@ func TestArenasOfOnePoolMapSideBySide(t *testing.T) {
 	for e := range errs {
 		t.Fatal(e)
 	}
+}
+
+func TestTextsOfMoreThanAQuarterChunkTakeAChunkEachAtMost(t *testing.T) {
+	// 600 KB trajectories: one fits a fresh chunk, never the rest of one.
+	var bodies []pcommon.Value
+	for i := range 5 {
+		content := strings.Repeat(string(rune('a'+i)), 600<<10)
+		bodies = append(bodies, jsonValue(t, `{"trajectory":[{"messages":[{"role":"user","content":"`+content+`"}]}]}`))
+	}
+	attrs := trainAttrs(t, 1)
+	want := mapEach(t, nil, bodies, attrs)
+	a := NewArenaPool(8).Arena()
+	got := mapEach(t, a, bodies, attrs)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows mapped into an arena differ from the rows mapped without")
+	}
+	if n := len(a.chunks); n > len(bodies) {
+		t.Fatalf("the arena took %d chunks for %d texts", n, len(bodies))
+	}
+	for i, ep := range got {
+		if !inChunks(a, ep.Trajectory) {
+			t.Errorf("text %d outgrew its room into memory of its own", i)
+		}
+	}
+	a.Release()
+}
+
+// inChunks tells whether text lies in a chunk of a.
+func inChunks(a *Arena, text string) bool {
+	p := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+	for _, c := range a.chunks {
+		if start := uintptr(unsafe.Pointer(unsafe.SliceData(c))); p >= start && p+uintptr(len(text)) <= start+uintptr(len(c)) {
+			return true
+		}
+	}
+	return false
 }

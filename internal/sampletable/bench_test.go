@@ -205,6 +205,26 @@ func BenchmarkFromRecord(b *testing.B) {
 	}
 }
 
+// BenchmarkFromRecordIntoArena is the mapping as the exporter runs it: the
+// step's rows written into an arena released after each op.
+func BenchmarkFromRecordIntoArena(b *testing.B) {
+	for _, s := range benchShapes() {
+		b.Run(s.name, func(b *testing.B) {
+			bodies, attrs, textBytes := benchRecords(s, false)
+			pool := NewArenaPool(64)
+			b.SetBytes(int64(textBytes))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				a := pool.Arena()
+				mapEach(b, a, bodies, attrs)
+				a.Release()
+			}
+			b.ReportMetric(float64(s.rows*b.N)/b.Elapsed().Seconds(), "episodes/s")
+		})
+	}
+}
+
 // BenchmarkSnappyFloor is the floor under the encoder: Snappy over the
 // same rows' text, column by column in pages of the writer's size, which
 // the contract requires of any writer (AppendCellText). MB/s counts the

@@ -123,7 +123,7 @@ func listTrajectory(a *Arena, f field, branches pcommon.Slice, adv string) (traj
 	if t.branches == 0 {
 		return t, nil
 	}
-	sb := pjson.NewBuffer(a.take(pjson.Size(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4)))
+	sb := a.buffer(func() int { return pjson.Size(f.v) + branches.Len()*(len(branchAdvantage)+len(adv)+4) })
 	var messages span
 	// A branch repeats the conversation before it: the repeats are copied.
 	repeats := repeatsPool.Get().(*pjson.Repeats)
@@ -169,7 +169,7 @@ func listTrajectory(a *Arena, f field, branches pcommon.Slice, adv string) (traj
 		endBranch(&sb, n, seen, adv)
 	}
 	sb.WriteByte(']')
-	t.text = sb.String()
+	t.text = a.text(&sb)
 	if messages.container {
 		t.lastMessages = t.text[messages.start:messages.end]
 	}
