@@ -49,18 +49,19 @@ func (a *Arena) take(n int) []byte {
 }
 
 // buffer returns a Buffer for a text whose length is not known before it
-// is written: the unused rest of a's chunk, which text then keeps. So the
-// text is written once, with no pass over its value to size it (2.6 % of
-// the collector's CPU at 2 KB episodes); a nil Arena sizes the text's own
-// memory with size.
+// is written: the unused rest of a's chunk (at least a quarter chunk),
+// which text then keeps. So the text is written once, with no pass over
+// its value to size it (2.6 % of the collector's CPU at 2 KB episodes); a
+// nil Arena sizes the text's own memory with size.
 func (a *Arena) buffer(size func() int) pjson.Buffer {
-	if a == nil {
+	// After a text of more than a quarter chunk, the next (a row's texts
+	// are alike in size) gets memory of its own, as take gives it: a large
+	// allocation is neither zeroed nor scanned, and it spares the chunks
+	// the zeroing on Release.
+	if a == nil || a.last > arenaChunk/4 {
 		return pjson.NewBuffer(make([]byte, 0, size()))
 	}
-	// The room is a quarter chunk, or the last text's length when that is
-	// more and a chunk holds it: a row's texts are alike in size, and one
-	// that outgrows its room costs a copy into memory of its own.
-	if need := max(arenaChunk/4, min(a.last, arenaChunk)); len(a.rest) < need {
+	if len(a.rest) < arenaChunk/4 {
 		a.newChunk()
 	}
 	return pjson.NewBuffer(a.rest[:0])
