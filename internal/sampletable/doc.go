@@ -15,6 +15,14 @@
 //     Episode.Size lets the caller enforce its size limits and split objects
 //     before encoding anything.
 //
+//   - Row text in reused memory. FromRecordIn writes a row's JSON columns
+//     (the trajectory above all) into an Arena that the caller releases
+//     once the rows are encoded; chunks go back to an ArenaPool for the
+//     next push. At 2 KB episodes the trajectory was most of what the
+//     exporter allocated, and garbage collections paced by it cost more
+//     than the writing (arena.go). The price is a lifetime rule: no row's
+//     text outlives Release, which zeroes it so that a test shows a breach.
+//
 //   - Native documents. A body (a map, or a string holding a JSON object)
 //     with a top-level traces list is a verifiers Episode.to_record(), which
 //     prime-rl already holds for every episode: the trainer sends it as it
