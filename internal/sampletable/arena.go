@@ -18,8 +18,8 @@ const arenaChunk = 1 << 20
 // above all) are written into (FromRecordIn), carved out of chunks that
 // go back to their ArenaPool on Release, for the next push's rows. At 2 KB
 // episodes a trajectory was one allocation of about 5 KB per row, most of
-// what the exporter allocated; writing them into reused chunks took a
-// tenth off the collector's CPU per episode (docs/performance.md).
+// what the exporter allocated; writing them into reused chunks took about
+// 8 % off the collector's CPU per episode (docs/performance.md).
 //
 // Release ends the texts: their bytes are zeroed and the chunks written
 // over by later rows, so nothing may keep a row's text past it. A row that
@@ -51,8 +51,8 @@ func (a *Arena) take(n int) []byte {
 // buffer returns a Buffer for a text whose length is not known before it
 // is written: the unused rest of a's chunk (at least a quarter chunk),
 // which text then keeps. So the text is written once, with no pass over
-// its value to size it (2.6 % of the collector's CPU at 2 KB episodes); a
-// nil Arena sizes the text's own memory with size.
+// its value to size it (that pass was 2.6 % of a 2 KB profile of the
+// collector); a nil Arena sizes the text's own memory with size.
 func (a *Arena) buffer(size func() int) pjson.Buffer {
 	// After a text of more than a quarter chunk, the next (a row's texts
 	// are alike in size) gets memory of its own, as take gives it: a large

@@ -96,7 +96,7 @@ type Batch struct {
 	// nearly always of one step, whose rows then take one allocation
 	// rather than a doubling's ten.
 	hint int
-	// text holds the rows' trajectories until Release.
+	// text holds the rows' JSON columns until Release.
 	text *sampletable.Arena
 }
 
