@@ -10,28 +10,14 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// mapEach maps every body with a (nil: no arena).
-func mapEach(tb testing.TB, a *Arena, bodies []pcommon.Value, attrs pcommon.Map) []Episode {
-	tb.Helper()
-	var eps []Episode
-	for _, body := range bodies {
-		rec, err := FromRecordIn(a, attrs, body, 1, 0, testNow())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		eps = append(eps, rec.Rows...)
-	}
-	return eps
-}
-
 func TestRowsMappedIntoAnArenaAreTheRowsMappedWithoutAndEndWithItsRelease(t *testing.T) {
 	for _, s := range benchShapes() {
 		for _, asJSON := range []bool{false, true} {
 			t.Run(s.name+map[bool]string{false: "/map-body", true: "/json-body"}[asJSON], func(t *testing.T) {
 				bodies, attrs, _ := benchRecords(s, asJSON)
-				want := mapEach(t, nil, bodies, attrs)
+				want := mapAll(t, nil, bodies, attrs, nil)
 				a := NewArenaPool(4).Arena()
-				got := mapEach(t, a, bodies, attrs)
+				got := mapAll(t, a, bodies, attrs, nil)
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("rows mapped into an arena differ from the rows mapped without")
 				}
@@ -49,7 +35,7 @@ func TestRowsMappedIntoAnArenaAreTheRowsMappedWithoutAndEndWithItsRelease(t *tes
 						}
 					}
 				}
-				if !reflect.DeepEqual(mapEach(t, nil, bodies, attrs), want) {
+				if !reflect.DeepEqual(mapAll(t, nil, bodies, attrs, nil), want) {
 					t.Fatalf("the records changed")
 				}
 			})
@@ -100,7 +86,7 @@ func TestReleasedChunksServeTheNextArenaZeroed(t *testing.T) {
 
 func TestArenasOfOnePoolMapSideBySide(t *testing.T) {
 	bodies, attrs, _ := benchRecords(benchShapes()[0], false)
-	want := mapEach(t, nil, bodies, attrs)
+	want := mapAll(t, nil, bodies, attrs, nil)
 	pool := NewArenaPool(2) // fewer than the arenas: some chunks overflow
 	var wg sync.WaitGroup
 	errs := make(chan string, 4)
@@ -108,7 +94,7 @@ func TestArenasOfOnePoolMapSideBySide(t *testing.T) {
 		wg.Go(func() {
 			for range 5 {
 				a := pool.Arena()
-				if got := mapEach(t, a, bodies, attrs); !reflect.DeepEqual(got, want) {
+				if got := mapAll(t, a, bodies, attrs, nil); !reflect.DeepEqual(got, want) {
 					errs <- "rows mapped beside other arenas differ"
 				}
 				a.Release()
@@ -131,9 +117,9 @@ func TestTextsOfMoreThanAQuarterChunkGetMemoryOfTheirOwn(t *testing.T) {
 		bodies = append(bodies, jsonValue(t, `{"trajectory":[{"messages":[{"role":"user","content":"`+content+`"}]}]}`))
 	}
 	attrs := trainAttrs(t, 1)
-	want := mapEach(t, nil, bodies, attrs)
+	want := mapAll(t, nil, bodies, attrs, nil)
 	a := NewArenaPool(8).Arena()
-	got := mapEach(t, a, bodies, attrs)
+	got := mapAll(t, a, bodies, attrs, nil)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("rows mapped into an arena differ from the rows mapped without")
 	}
