@@ -143,7 +143,7 @@ func (fw *Writer) Write(dst io.Writer, t Table) error {
 	// page that one huge value made.
 	clear(fw.strs[:cap(fw.strs)])
 	fw.strs = fw.strs[:0]
-	if cap(fw.page) > maxKeptPage {
+	if cap(fw.page) > maxKeptPage || cap(fw.comp) > s2.MaxEncodedLen(maxKeptPage) {
 		fw.page, fw.comp = nil, nil
 	}
 	if cw.err != nil {
@@ -192,7 +192,7 @@ func (fw *Writer) column(cw *countingWriter, c int, t Table) chunkMeta {
 			}
 			end++
 		}
-		fw.writePage(cw, &meta, spec, start, end)
+		fw.writePage(cw, &meta, spec, start, end, size)
 		start = end
 	}
 	return meta
@@ -205,10 +205,10 @@ func (fw *Writer) valueSize(spec colSpec, row int) int {
 	return 8
 }
 
-// writePage writes rows [start, end) of the gathered column as one data
-// page: definition levels, then the PLAIN values of the present cells,
-// Snappy-compressed together.
-func (fw *Writer) writePage(cw *countingWriter, meta *chunkMeta, spec colSpec, start, end int) {
+// writePage writes rows [start, end) of the gathered column, whose
+// present values are size bytes, as one data page: definition levels,
+// then the PLAIN values of the present cells, Snappy-compressed together.
+func (fw *Writer) writePage(cw *countingWriter, meta *chunkMeta, spec colSpec, start, end, size int) {
 	present := fw.present[start:end]
 	nulls := 0
 	for _, ok := range present {
@@ -216,22 +216,24 @@ func (fw *Writer) writePage(cw *countingWriter, meta *chunkMeta, spec colSpec, s
 			nulls++
 		}
 	}
-	body := appendLevels(fw.page[:0], present, nulls)
+	var p snappyPage
+	levels := appendLevels(fw.page[:0], present, nulls)
+	p.begin(levels, fw.comp, len(levels)+size)
 	for r := start; r < end; r++ {
 		if !fw.present[r] {
 			continue
 		}
 		if spec.kind == kindString {
 			s := fw.strs[r]
-			body = binary.LittleEndian.AppendUint32(body, uint32(len(s)))
-			body = append(body, s...)
+			p.buf = binary.LittleEndian.AppendUint32(p.buf, uint32(len(s)))
+			p.value(s)
 			if spec.stats {
 				meta.stats.seeString(s)
 			}
 			continue
 		}
 		v := fw.nums[r]
-		body = binary.LittleEndian.AppendUint64(body, v)
+		p.buf = binary.LittleEndian.AppendUint64(p.buf, v)
 		if spec.stats {
 			if spec.kind == kindFloat {
 				meta.stats.seeFloat(math.Float64frombits(v))
@@ -240,19 +242,15 @@ func (fw *Writer) writePage(cw *countingWriter, meta *chunkMeta, spec colSpec, s
 			}
 		}
 	}
-	fw.page = body
+	comp := p.finish()
+	fw.page, fw.comp = p.buf, comp
 
-	if need := s2.MaxEncodedLen(len(body)); cap(fw.comp) < need {
-		fw.comp = make([]byte, need)
-	}
-	comp := s2.EncodeSnappy(fw.comp[:cap(fw.comp)], body)
-
-	header := fw.pageHeader(len(body), len(comp), end-start)
+	header := fw.pageHeader(p.size, len(comp), end-start)
 	cw.write(header)
 	cw.write(comp)
 	meta.values += int64(end - start)
 	meta.nulls += int64(nulls)
-	meta.uncompressed += int64(len(header) + len(body))
+	meta.uncompressed += int64(len(header) + p.size)
 	meta.compressed += int64(len(header) + len(comp))
 }
 

@@ -95,6 +95,24 @@ func TestEveryCellReadsBackInBothReaders(t *testing.T) {
 	}
 }
 
+// Values long enough to be compressed on their own (bigValue) and short
+// ones share pages, nulls between them, and every reader reads them all.
+func TestPagesMixingBigAndSmallValuesReadBackInBothReaders(t *testing.T) {
+	want := rows(40, 100)
+	for i := range want {
+		if i%4 == 1 {
+			want[i][0] = fmt.Sprintf("%d:%s", i, strings.Repeat("long turn ", (bigValue+i*1000)/10))
+		}
+	}
+	b := write(t, want, "free")
+	if got := readParquetGo(t, b); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("parquet-go read\n%.300v\nwant\n%.300v", got, want)
+	}
+	if got := readPqarrow(t, b); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pqarrow read\n%.300v\nwant\n%.300v", got, want)
+	}
+}
+
 func readParquetGo(t *testing.T, b []byte) table {
 	t.Helper()
 	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
