@@ -1,7 +1,8 @@
 // Package flatparquet writes a flat table as one Parquet file: the sample
 // table's format (rft-api.md "The training sample table"), written here
 // directly. Values go once from the caller's cells into a page buffer and
-// once through Snappy.
+// once through Snappy; a value of bigValue (64 KiB) or more is not copied
+// at all but compressed from where it lies.
 //
 // The file, which every reader the viewer uses decodes:
 //
@@ -14,6 +15,14 @@
 //     together with Snappy at its standard speed. No dictionary: the text
 //     columns are mostly unique, so a dictionary never pays. A column's
 //     page is cut at the first row past PageSize value bytes.
+//   - A page is one raw Snappy block, compressed in pieces (snappy.go):
+//     small values are gathered and compressed together, a big value
+//     alone, and the pieces' elements follow each other in the block. A
+//     copy element reaches back into the output before it, so elements
+//     from separate pieces concatenate into a valid block; a big value
+//     only loses the matches it would have found in the bytes before it.
+//     At 200 KB episodes that made objects 1.9 % larger and took the
+//     page copy, 3 % of the collector's CPU, away.
 //   - Statistics. Every column chunk has a null count. It has a min and a
 //     max in the column's sort order (signed ints, doubles without NaN and
 //     with the format's rule for zeros, strings bytewise), except for the
