@@ -60,7 +60,8 @@ func (p *snappyPage) flush() {
 // block always has that many bytes: a piece is never longer than the
 // page, so its uvarint is never longer than the block's first.
 func (p *snappyPage) compress(src []byte) {
-	hn := uvarintLen(uint64(len(src)))
+	var saved [binary.MaxVarintLen64]byte
+	hn := binary.PutUvarint(saved[:], uint64(len(src))) // only its length is wanted
 	at := len(p.comp) - hn
 	need := at + s2.MaxEncodedLen(len(src))
 	if cap(p.comp) < need {
@@ -68,7 +69,6 @@ func (p *snappyPage) compress(src []byte) {
 		copy(grown, p.comp)
 		p.comp = grown
 	}
-	var saved [binary.MaxVarintLen64]byte
 	copy(saved[:hn], p.comp[at:])
 	out := s2.EncodeSnappy(p.comp[at:need], src)
 	if len(out) < hn || &out[0] != &p.comp[at] {
@@ -89,12 +89,4 @@ func (p *snappyPage) finish() []byte {
 		panic("flatparquet: a page's body is not the length its block says")
 	}
 	return p.comp
-}
-
-func uvarintLen(x uint64) int {
-	n := 1
-	for ; x >= 0x80; x >>= 7 {
-		n++
-	}
-	return n
 }

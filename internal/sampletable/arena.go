@@ -59,8 +59,8 @@ func (a *Arena) take(n int) []byte {
 func (a *Arena) buffer(size func() int) pjson.Buffer {
 	// After a text of more than a quarter chunk, the next (a row's texts
 	// are alike in size) gets memory of its own, as take gives it: a large
-	// allocation is neither zeroed nor scanned, and it spares the chunks
-	// the zeroing on Release.
+	// allocation is neither zeroed nor scanned, and it leaves the chunks'
+	// room to the texts that fit them.
 	if a == nil || a.last > arenaChunk/4 {
 		return pjson.NewBuffer(make([]byte, 0, size()))
 	}

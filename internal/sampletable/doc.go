@@ -21,7 +21,8 @@
 //     next push. At 2 KB episodes the trajectory was most of what the
 //     exporter allocated, and garbage collections paced by it cost more
 //     than the writing (arena.go). The price is a lifetime rule: no row's
-//     text outlives Release, which zeroes it so that a test shows a breach.
+//     text outlives Release, which in -race builds (the test command's)
+//     zeroes it so that a test shows a breach.
 //
 //   - Native documents. A body (a map, or a string holding a JSON object)
 //     with a top-level traces list is a verifiers Episode.to_record(), which
