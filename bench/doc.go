@@ -41,6 +41,7 @@
 //   - Reps are interleaved (rep 1: prime, debug, otlphttp; rep 2: …) so
 //     drift on a shared machine hits every configuration alike; each figure
 //     is the median over reps.
-//   - A CPU profile of prime (-profile-dir) comes from an extra run with the
-//     pprof extension, kept out of the measured reps.
+//   - CPU profiles of prime and debug (-profile-dir) come from an extra run
+//     each with the pprof extension, kept out of the measured reps; debug's
+//     is the receiver's share, which prime pays too.
 package main

@@ -60,7 +60,7 @@ func parseFlags(args []string) (options, error) {
 	largeBytes := fs.Int("large-bytes", 200<<10, "encoded size of a large episode")
 	runs := fs.Int("runs", 8, "training runs the load carries at once")
 	quick := fs.Bool("quick", false, "one rep of a tenth of each load: a smoke run, not a measurement")
-	fs.StringVar(&o.profileDir, "profile-dir", "", "also write a CPU profile of prime per load here (pprof extension)")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "also write a CPU profile of prime and of debug per load here (pprof extension)")
 	fs.StringVar(&o.harnessProfile, "harness-profile", "", "write a CPU profile of this process (senders, fake platform, sink, floor) here")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -187,9 +187,12 @@ func run(ctx context.Context, o options) error {
 				rep.figs[col][c] = summarize(l, rs)
 			}
 		}
-		if o.profileDir != "" && slices.Contains(o.configs, "prime") {
+		for _, config := range []string{"prime", "debug"} {
+			if o.profileDir == "" || !slices.Contains(o.configs, config) {
+				continue
+			}
 			col := column{load: spec.name, mode: o.modes[0]}
-			if err := profilePrime(ctx, o, l, o.modes[0], rep.figs[col]["prime"].wall); err != nil {
+			if err := profile(ctx, o, l, config, o.modes[0], rep.figs[col][config].wall); err != nil {
 				return err
 			}
 		}
@@ -203,18 +206,19 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// profilePrime runs prime once more on l with the pprof extension and
-// writes its CPU profile over the measured runs' median span.
-func profilePrime(ctx context.Context, o options, l *load, mode overflowMode, span time.Duration) error {
+// profile runs config once more on l with the pprof extension and writes
+// its CPU profile over the measured runs' median span: prime's, and
+// debug's beside it, since debug's is the receiver's share both pay.
+func profile(ctx context.Context, o options, l *load, config string, mode overflowMode, span time.Duration) error {
 	if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
 		return err
 	}
-	path := filepath.Join(o.profileDir, "prime-"+l.spec.name+".pprof")
+	path := filepath.Join(o.profileDir, config+"-"+l.spec.name+".pprof")
 	runtime.GC()
-	if _, err := measure(ctx, o.run, l, "prime", mode, 0, path, span); err != nil {
+	if _, err := measure(ctx, o.run, l, config, mode, 0, path, span); err != nil {
 		return err
 	}
-	progress("load %s: CPU profile of prime in %s", l.spec.name, path)
+	progress("load %s: CPU profile of %s in %s", l.spec.name, config, path)
 	return nil
 }
 

@@ -33,38 +33,30 @@ type runOptions struct {
 // profile set, it also writes a CPU profile of the collector over about
 // profileFor into that file.
 func measure(ctx context.Context, o runOptions, l *load, config string, mode overflowMode, rep int, profile string, profileFor time.Duration) (result, error) {
-	grpcAddr, err := freeAddr()
-	if err != nil {
-		return result{}, err
-	}
-	metricsAddr, err := freeAddr()
-	if err != nil {
-		return result{}, err
-	}
-	metricsHost, port, _ := net.SplitHostPort(metricsAddr)
-	metricsPort, _ := strconv.Atoi(port)
-	tel := newTelemetry(metricsAddr)
-
-	tgt, err := newTarget(config, tel)
-	if err != nil {
-		return result{}, err
-	}
-	defer tgt.close()
-	id, yaml := tgt.exporter()
-	cfg := collectorConfig{grpcAddr: grpcAddr, metricsHost: metricsHost, metricsPort: metricsPort, exporterID: id, exporterYAML: yaml, block: mode == block}
-	if profile != "" {
-		if cfg.pprofAddr, err = freeAddr(); err != nil {
-			return result{}, err
-		}
-	}
 	name := fmt.Sprintf("%s-%s-%s-rep%d", l.spec.name, mode, config, rep)
 	if profile != "" {
 		name = fmt.Sprintf("%s-%s-%s-profile", l.spec.name, mode, config)
 	}
-	c, err := startCollector(ctx, o.collector, o.workDir, name, cfg)
+	var (
+		c   *collector
+		tgt target
+		tel telemetry
+		cfg collectorConfig
+		err error
+	)
+	for attempt := 1; ; attempt++ {
+		c, tgt, tel, cfg, err = launch(ctx, o, config, mode, name, profile != "")
+		// A port free when picked can be taken (by a client's ephemeral
+		// port) before the collector binds it: pick again, not a failed run.
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+		progress("%s: a picked port was taken before the collector bound it; starting again on new ports", name)
+	}
 	if err != nil {
 		return result{}, fmt.Errorf("%s: %w", name, err)
 	}
+	defer tgt.close()
 	defer c.stop()
 
 	var profiled <-chan error
@@ -80,7 +72,7 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 	runCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	peakQ := sampleQueue(runCtx, tel)
-	retries, err := sendAll(runCtx, grpcAddr, l, o.senders)
+	retries, err := sendAll(runCtx, cfg.grpcAddr, l, o.senders)
 	if err != nil {
 		return result{}, fmt.Errorf("%s: sending: %w\n%s", name, err, c.tail(20))
 	}
@@ -108,6 +100,41 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 		}
 	}
 	return result{config: config, wall: wall, cpu: cpu1 - cpu0, peakRSS: hwm, peakQ: q, retries: retries, episodes: landed}, nil
+}
+
+// launch starts a fresh target and a collector for it on newly picked
+// loopback ports (and a pprof endpoint when profiled).
+func launch(ctx context.Context, o runOptions, config string, mode overflowMode, name string, profiled bool) (*collector, target, telemetry, collectorConfig, error) {
+	var cfg collectorConfig
+	addrs := make([]string, 2, 3)
+	if profiled {
+		addrs = addrs[:3]
+	}
+	for i := range addrs {
+		a, err := freeAddr()
+		if err != nil {
+			return nil, nil, telemetry{}, cfg, err
+		}
+		addrs[i] = a
+	}
+	metricsHost, port, _ := net.SplitHostPort(addrs[1])
+	metricsPort, _ := strconv.Atoi(port)
+	tel := newTelemetry(addrs[1])
+	tgt, err := newTarget(config, tel)
+	if err != nil {
+		return nil, nil, tel, cfg, err
+	}
+	id, yaml := tgt.exporter()
+	cfg = collectorConfig{grpcAddr: addrs[0], metricsHost: metricsHost, metricsPort: metricsPort, exporterID: id, exporterYAML: yaml, block: mode == block}
+	if profiled {
+		cfg.pprofAddr = addrs[2]
+	}
+	c, err := startCollector(ctx, o.collector, o.workDir, name, cfg)
+	if err != nil {
+		tgt.close()
+		return nil, nil, tel, cfg, err
+	}
+	return c, tgt, tel, cfg, nil
 }
 
 // sampleQueue polls the collector's otelcol_exporter_queue_size (bytes,

@@ -14,7 +14,7 @@
 #
 #   bash scripts/bench.sh              # the full loads, 3 reps (several minutes)
 #   bash scripts/bench.sh --quick      # a tenth of each load, 1 rep: a smoke run
-#   bash scripts/bench.sh --profile    # also a CPU profile of prime per load, top 15
+#   bash scripts/bench.sh --profile    # also CPU profiles of prime and debug per load, top 15
 #
 # Other arguments go to the harness (bench/), e.g. -reps 5, -small 100000,
 # -large 2000, -configs prime,debug, -overflow block; see `go run ./bench -h`
@@ -59,7 +59,7 @@ log "running the benchmark (collector logs and configs in $WORKDIR)"
 if [ -n "$profile" ]; then
   # In the order they were written: the loads' order.
   for p in $(ls -tr "$profile"/*.pprof); do
-    printf '\nCPU profile of prime, %s (top 15):\n' "$(basename "$p" .pprof)"
+    printf '\nCPU profile, %s (top 15):\n' "$(basename "$p" .pprof)"
     go tool pprof -top -nodecount=15 "$BENCH_OTELCOL" "$p"
   done
 fi
