@@ -23,6 +23,20 @@
 //     only loses the matches it would have found in the bytes before it.
 //     At 200 KB episodes that made objects 1.9 % larger and took the
 //     page copy, 3 % of the collector's CPU, away.
+//   - A cell lying inside a big cell of another column of its row (the
+//     table's completion is its trajectory's last branch, the same bytes)
+//     is not compressed again: its elements are derived from the big
+//     cell's, compressed once (derive.go, shared.go). Elements inside the
+//     stretch are kept byte for byte; a long copy from before it (the
+//     last branch repeating the first) is replaced by the elements of
+//     what it copies. Cells share memory only when the table built
+//     them so, which a pointer comparison tells; a stretch that repeats
+//     nothing before it, with much before it, is compressed afresh, and
+//     so is one whose copies would turn more than a 32nd of it into
+//     literals. At 200 KB episodes this took Snappy's work on the
+//     completion (about a quarter of the collector's CPU) down to a walk
+//     of the trajectory's elements, and objects are within 0.3 % of their
+//     size (derive_test.go).
 //   - Statistics. Every column chunk has a null count. It has a min and a
 //     max in the column's sort order (signed ints, doubles without NaN and
 //     with the format's rule for zeros, strings bytewise), except for the

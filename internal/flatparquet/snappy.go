@@ -45,6 +45,27 @@ func (p *snappyPage) value(s string) {
 	p.compress(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
+// piece appends the elements of a value of n bytes compressed before
+// (a big cell kept for the cells derived from it).
+func (p *snappyPage) piece(elems []byte, n int) {
+	p.flush()
+	p.comp = append(p.comp, elems...)
+	p.done += n
+}
+
+// derive appends the elements of src[lo:hi], derived from the elements e
+// of src's own block (derive.go), and tells whether it could.
+func (p *snappyPage) derive(t *elemSizes, src string, e []byte, cps []checkpoint, lo, hi int) bool {
+	p.flush()
+	comp, ok := t.appendDerived(p.comp, src, e, cps, lo, hi, (hi-lo)/literalShare)
+	if !ok {
+		return false
+	}
+	p.comp = comp
+	p.done += hi - lo
+	return true
+}
+
 // flush compresses what buf holds.
 func (p *snappyPage) flush() {
 	if len(p.buf) > 0 {

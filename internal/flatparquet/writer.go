@@ -71,6 +71,13 @@ type Writer struct {
 	page, comp []byte
 	tw         thriftWriter
 	chunks     []chunkMeta
+	// Cells that share a big cell's bytes (shared.go), per file.
+	shared  map[cellKey]sharedCell
+	bigs    []bigCell
+	pieces  []byte
+	sizes   *elemSizes
+	cps     []checkpoint
+	scanned int // 1 + the bigs index cps were scanned from; 0: none
 }
 
 // NewWriter returns a Writer of files of schema s, whose fields must all be
@@ -85,7 +92,7 @@ func NewWriter(s *arrow.Schema, noMinMax ...string) (*Writer, error) {
 		}
 		specs[i] = colSpec{name: f.Name, kind: kind, stats: !slices.Contains(noMinMax, f.Name)}
 	}
-	return &Writer{specs: specs, arrowMeta: arrowSchemaMetadata(s)}, nil
+	return &Writer{specs: specs, arrowMeta: arrowSchemaMetadata(s), sizes: newElemSizes()}, nil
 }
 
 func kindOf(t arrow.DataType) (colKind, bool) {
@@ -132,6 +139,8 @@ var magic = []byte("PAR1")
 func (fw *Writer) Write(dst io.Writer, t Table) error {
 	cw := &countingWriter{w: dst}
 	cw.write(magic)
+	fw.findShared(t)
+	defer fw.releaseShared()
 	fw.chunks = fw.chunks[:0]
 	for c := range fw.specs {
 		fw.chunks = append(fw.chunks, fw.column(cw, c, t))
@@ -192,7 +201,7 @@ func (fw *Writer) column(cw *countingWriter, c int, t Table) chunkMeta {
 			}
 			end++
 		}
-		fw.writePage(cw, &meta, spec, start, end, size)
+		fw.writePage(cw, &meta, c, start, end, size)
 		start = end
 	}
 	return meta
@@ -208,7 +217,8 @@ func (fw *Writer) valueSize(spec colSpec, row int) int {
 // writePage writes rows [start, end) of the gathered column, whose
 // present values are size bytes, as one data page: definition levels,
 // then the PLAIN values of the present cells, Snappy-compressed together.
-func (fw *Writer) writePage(cw *countingWriter, meta *chunkMeta, spec colSpec, start, end, size int) {
+func (fw *Writer) writePage(cw *countingWriter, meta *chunkMeta, c, start, end, size int) {
+	spec := fw.specs[c]
 	present := fw.present[start:end]
 	nulls := 0
 	for _, ok := range present {
@@ -226,7 +236,9 @@ func (fw *Writer) writePage(cw *countingWriter, meta *chunkMeta, spec colSpec, s
 		if spec.kind == kindString {
 			s := fw.strs[r]
 			p.buf = binary.LittleEndian.AppendUint32(p.buf, uint32(len(s)))
-			p.value(s)
+			if !fw.sharedValue(&p, c, r, s) {
+				p.value(s)
+			}
 			if spec.stats {
 				meta.stats.seeString(s)
 			}

@@ -85,12 +85,7 @@ func TestEveryCellReadsBackInBothReaders(t *testing.T) {
 		t.Run(fmt.Sprintf("%d rows of %d bytes", size[0], size[1]), func(t *testing.T) {
 			want := rows(size[0], size[1])
 			b := write(t, want, "free")
-			if got := readParquetGo(t, b); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("parquet-go read\n%.300v\nwant\n%.300v", got, want)
-			}
-			if got := readPqarrow(t, b); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("pqarrow read\n%.300v\nwant\n%.300v", got, want)
-			}
+			readsBackInBoth(t, b, want)
 		})
 	}
 }
@@ -105,6 +100,12 @@ func TestPagesMixingBigAndSmallValuesReadBackInBothReaders(t *testing.T) {
 		}
 	}
 	b := write(t, want, "free")
+	readsBackInBoth(t, b, want)
+}
+
+// readsBackInBoth fails t unless both readers read b as want.
+func readsBackInBoth(t *testing.T, b []byte, want table) {
+	t.Helper()
 	if got := readParquetGo(t, b); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("parquet-go read\n%.300v\nwant\n%.300v", got, want)
 	}
