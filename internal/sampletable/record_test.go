@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
@@ -372,6 +373,37 @@ func TestTokenCountsAndCompletionComeFromTheLastBranchWhenAbsent(t *testing.T) {
 				got := Episode{NumInputTokens: ep.NumInputTokens, NumOutputTokens: ep.NumOutputTokens, Completion: ep.Completion}
 				want := Episode{NumInputTokens: tt.in, NumOutputTokens: tt.out, Completion: tt.completion}
 				checkEpisode(t, got, want)
+			}
+		})
+	}
+}
+
+// The completion taken from the last branch is that branch's "messages"
+// as the trajectory holds them, the same bytes in the same memory, whether
+// the trajectory came as a list, as JSON text in a body string, or as a
+// JSON string attribute: the Parquet writer then derives the completion's
+// compression from the trajectory's (flatparquet) instead of compressing
+// the chat twice.
+func TestTheCompletionSharesTheTrajectorysBytesInEveryBodyForm(t *testing.T) {
+	const traj = `[{"messages":[{"role":"user","content":"first"}]},{"messages":[{"role":"user","content":"last"}], "num_input_tokens":3}]`
+	for _, c := range []struct {
+		name  string
+		attrs pcommon.Map
+		body  pcommon.Value
+	}{
+		{"a body map", trainAttrs(t, 1), jsonValue(t, `{"trajectory":`+traj+`}`)},
+		{"a body string holding JSON", trainAttrs(t, 1), pcommon.NewValueStr(`{"trajectory":` + traj + `}`)},
+		{"a JSON string attribute", trainAttrs(t, 1, "prime.episode.trajectory", traj), pcommon.NewValueEmpty()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ep := mustRow(t, c.attrs, c.body)
+			if ep.Completion == nil || *ep.Completion != `[{"role":"user","content":"last"}]` {
+				t.Fatalf("completion %v, want the last branch's messages", ep.Completion)
+			}
+			traj := uintptr(unsafe.Pointer(unsafe.StringData(ep.Trajectory)))
+			comp := uintptr(unsafe.Pointer(unsafe.StringData(*ep.Completion)))
+			if comp < traj || comp+uintptr(len(*ep.Completion)) > traj+uintptr(len(ep.Trajectory)) {
+				t.Fatalf("the completion is a copy, not the trajectory's bytes")
 			}
 		})
 	}

@@ -198,6 +198,7 @@ func textTrajectory(a *Arena, f field, text, adv string) (trajectory, error) {
 	// wrong byte.
 	sb := pjson.NewBuffer(a.take(len(text) + len(text)/32 + 4*(len(branchAdvantage)+len(adv)+4)))
 	sb.WriteByte('[')
+	var messages span // the last branch's "messages", when a list or map
 	err := jsonscan.EachElement(text, func(i, start int) (int, error) {
 		if text[start] != '{' {
 			end, ok := jsonscan.Value(text, start, 1)
@@ -211,6 +212,7 @@ func textTrajectory(a *Arena, f field, text, adv string) (trajectory, error) {
 		}
 		t.branches++
 		t.last = branchTail{index: i}
+		messages = span{}
 		sb.WriteByte('{')
 		n, seen := 0, false
 		end, err := jsonscan.Object(text, start, 1, func(k, v string) error {
@@ -232,7 +234,11 @@ func textTrajectory(a *Arena, f field, text, adv string) (trajectory, error) {
 			n++
 			sb.WriteString(k)
 			sb.WriteByte(':')
+			start := sb.Len()
 			sb.WriteString(v)
+			if key == branchMessages && (v[0] == '[' || v[0] == '{') {
+				messages = span{start, sb.Len(), true}
+			}
 			return nil
 		})
 		if err != nil {
@@ -252,5 +258,8 @@ func textTrajectory(a *Arena, f field, text, adv string) (trajectory, error) {
 	}
 	sb.WriteByte(']')
 	t.text = sb.String()
+	if messages.container {
+		t.lastMessages = t.text[messages.start:messages.end]
+	}
 	return t, nil
 }
