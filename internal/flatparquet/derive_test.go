@@ -262,3 +262,33 @@ func TestALastBranchThatRepeatsNothingIsNotDerived(t *testing.T) {
 		t.Fatalf("decoded %d bytes (%v), want the %d of the branch", len(got), err, len(last))
 	}
 }
+
+// FuzzDerivedElementsDecodeToTheirStretch: for any text, repeated in part
+// after itself as a last branch repeats the first, every stretch derived
+// from s2's elements of it decodes to exactly those bytes.
+func FuzzDerivedElementsDecodeToTheirStretch(f *testing.F) {
+	f.Add([]byte(chat(1, 3000)), uint16(100), uint16(2000), uint16(2500), uint16(4000))
+	f.Add([]byte(strings.Repeat("ab", 500)), uint16(0), uint16(1000), uint16(1), uint16(1999))
+	f.Add([]byte(commonWords(2, 5000)), uint16(10), uint16(4000), uint16(4100), uint16(9000))
+	f.Fuzz(func(t *testing.T, text []byte, from, to, lo, hi uint16) {
+		if len(text) == 0 {
+			return
+		}
+		a, b := int(from)%len(text), int(to)%len(text)
+		if a > b {
+			a, b = b, a
+		}
+		src := string(text) + `,{"messages":` + string(text[a:b]) + `}`
+		l, h := int(lo)%len(src), int(hi)%(len(src)+1)
+		if l >= h {
+			return
+		}
+		got, err := snappy.Decode(nil, derived(t, src, l, h))
+		if err != nil {
+			t.Fatalf("golang/snappy cannot decode the stretch [%d, %d) of %d bytes: %v", l, h, len(src), err)
+		}
+		if string(got) != src[l:h] {
+			t.Fatalf("the stretch [%d, %d) of %d bytes decodes to other bytes", l, h, len(src))
+		}
+	})
+}
