@@ -24,6 +24,9 @@ type benchShape struct {
 	messages  int // per branch
 	msgBytes  int // per message
 	promptLen int
+	// extends: each branch holds the one before it and its own messages,
+	// as verifiers records a multi-turn rollout (a branch per model call).
+	extends bool
 }
 
 func benchShapes() []benchShape {
@@ -32,6 +35,9 @@ func benchShapes() []benchShape {
 		{name: "2KB", rows: 256, branches: 1, messages: 3, msgBytes: 680, promptLen: 600},
 		// A long agentic rollout: 2 branches × 20 messages × 5 KB ≈ 200 KB.
 		{name: "200KB", rows: 32, branches: 2, messages: 20, msgBytes: 5000, promptLen: 1000},
+		// Its turns: the second branch holds the first one's 10 messages
+		// and 10 more, the completion the 20 (≈ 150 KB of trajectory).
+		{name: "200KB-turns", rows: 32, branches: 2, messages: 10, msgBytes: 5000, promptLen: 1000, extends: true},
 	}
 }
 
@@ -90,6 +96,10 @@ func benchRecords(s benchShape, asJSON bool) (bodies []pcommon.Value, attrs pcom
 		for b := 0; b < s.branches; b++ {
 			br := traj.AppendEmpty().SetEmptyMap()
 			msgs := br.PutEmptySlice("messages")
+			if s.extends && b > 0 {
+				prev, _ := traj.At(b - 1).Map().Get("messages")
+				prev.Slice().CopyTo(msgs)
+			}
 			for k := 0; k < s.messages; k++ {
 				msg := msgs.AppendEmpty().SetEmptyMap()
 				msg.PutStr("role", roles[k%len(roles)])
