@@ -288,6 +288,14 @@ func validateAbsoluteURL(raw string) error {
 	return nil
 }
 
+// queueFlush is the sending queue's batch flush_timeout, 0 without one.
+func (c *Config) queueFlush() time.Duration {
+	if q := c.QueueConfig.Get(); q != nil && q.Batch.HasValue() {
+		return q.Batch.Get().FlushTimeout
+	}
+	return 0
+}
+
 // persistentQueue tells a sending queue kept in a storage extension, whose
 // requests a restart replays.
 func (c *Config) persistentQueue() bool {

@@ -118,6 +118,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		Defaults: e.cfg.Run, TeamID: e.cfg.TeamID, EvalID: e.cfg.Eval.ID,
 		FinalizeGrace: e.cfg.FinalizeGrace, FinalizeTimeout: e.cfg.FinalizeTimeout, IdleTimeout: e.cfg.IdleTimeout,
 		RetryEnabled: e.cfg.RetryConfig.Enabled, RetryMaxElapsed: e.cfg.RetryConfig.MaxElapsedTime,
+		QueueFlush: e.cfg.queueFlush(),
 		Persistent: e.cfg.Storage != nil || e.cfg.SharedRegistry.HasValue(),
 	}
 	deps := runs.Deps{Logger: e.logger, Warn: warn, Tel: e.tel, Stopping: e.stopping}
@@ -161,9 +162,9 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 			return zap.String("dashboard", rft.Evaluation{ID: id}.DashboardURL(e.cfg.FrontendURL))
 		}
 	}
-	if q := e.cfg.QueueConfig.Get(); q != nil && q.Batch.HasValue() && e.cfg.FinalizeGrace < q.Batch.Get().FlushTimeout {
+	if flush := e.cfg.queueFlush(); e.cfg.FinalizeGrace < flush {
 		e.logger.Warn("finalize_grace is shorter than sending_queue::batch::flush_timeout: data still batching when a run ends may arrive after it is closed and be refused",
-			zap.Duration("finalize_grace", e.cfg.FinalizeGrace), zap.Duration("flush_timeout", q.Batch.Get().FlushTimeout))
+			zap.Duration("finalize_grace", e.cfg.FinalizeGrace), zap.Duration("flush_timeout", flush))
 	}
 	store, err := e.openStore(ctx, host)
 	if err != nil {

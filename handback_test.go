@@ -41,6 +41,33 @@ func TestACloseOutWaitsForTheRunsDataInTheCollectorsRetry(t *testing.T) {
 	assert.Equal(t, "/api/v1/rft/finalize", reqs[len(reqs)-1].Path, "finalize comes after the retried post")
 }
 
+// The batches a trainer sent during an outage wait in the sending queue
+// behind the one being retried; once the retry lands, the consumer takes
+// the next at once, and for that moment nothing of the run is in flight
+// or in retry. A close-out looking then must not refuse the batches still
+// to come (an end-to-end outage lost 7 metric records this way).
+func TestACloseOutWaitsForTheRunsDataQueuedBehindItsRetry(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("queued"), map[int64]map[string]float64{1: {"loss": 1}})))
+	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+	var back consumererror.Metrics
+	require.ErrorAs(t, h.exp.pushMetrics(ctx, gauges(trainRun("queued"), map[int64]map[string]float64{2: {"loss": 0.5}})), &back)
+	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("queued"), runEnd("completed", ""))))
+	require.Eventually(t, func() bool {
+		return h.logs.FilterMessageSnippet("close-out waits for its data").Len() == 1
+	}, 5*time.Second, time.Millisecond)
+
+	require.NoError(t, h.exp.pushMetrics(ctx, back.Data()), "the retry")
+	// Ten of the close-out's polls: the next batch's way out of the queue.
+	time.Sleep(10 * 50 * time.Millisecond)
+	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("queued"), map[int64]map[string]float64{3: {"loss": 0.25}})), "the batch queued behind the retry")
+
+	run := h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
+	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 0.5}, 3: {"loss": 0.25}}, run.Metrics)
+	assert.Zero(t, h.count(metricRejected, map[string]string{"reason": "run_closed"}))
+}
+
 func TestACloseOutWaitsOnlyForItsOwnRunsRetries(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()

@@ -23,6 +23,16 @@ const closeOutRetryPause = 5 * time.Second
 // still waits in the collector's retry.
 const retriesPoll = 50 * time.Millisecond
 
+// afterWaitQuiet is how long, past the sending queue's batch
+// flush_timeout, a run's pushes must have been over before a close-out
+// that had to wait for them or for retries goes on. The batch that ended
+// is not the end of the run's data: the batches the trainer sent during an
+// outage (or a slow push) wait in the queue behind it, and the consumer
+// takes the next once it ends, batching it for up to flush_timeout. In
+// between nothing of the run is in flight or in retry; a close-out looking
+// then would refuse the rest when it comes.
+const afterWaitQuiet = time.Second
+
 // maxListedRuns bounds the run ids one log line lists.
 const maxListedRuns = 20
 
@@ -158,7 +168,9 @@ func (c *closer) closeOut(r *run) {
 
 // awaitRetries holds a close-out, while the run still accepts data, until
 // none of the run's pushes is in flight, none of its data waits in the
-// collector's retry (handBacks), and the fleet holds none either. During a
+// collector's retry (handBacks), the fleet holds none either, and, when it
+// had to wait, the queue's batches behind have had their turn
+// (afterWaitQuiet). During a
 // platform outage the run's data sits in exporterhelper's back-off, out of
 // the drain's sight, while its end needs no request and is accepted at
 // once; closing then would refuse that data when its retry comes, and it
@@ -167,10 +179,17 @@ func (c *closer) closeOut(r *run) {
 // with their in-place attempts. Collector shutdown stops the retries, so
 // it stops the wait too.
 func (c *closer) awaitRetries(r *run) {
-	logged := false
+	logged, waited, start := false, false, c.now()
 	for {
 		r.mu.Lock()
-		quiet := r.inflight == 0 && !c.retriesWaiting(r)
+		waiting := c.retriesWaiting(r)
+		waited = waited || waiting || r.inflight > 0
+		// The queue's turn is bounded by half of finalize_timeout, as the
+		// drain is, for a trainer that keeps sending after its end.
+		now := c.now()
+		settled := !waited || now.Sub(r.lastDone) >= c.cfg.QueueFlush+afterWaitQuiet ||
+			now.Sub(start) >= c.cfg.FinalizeTimeout/2
+		quiet := r.inflight == 0 && !waiting && settled
 		r.mu.Unlock()
 		if quiet && c.fleet.quiet(r) {
 			return

@@ -15,7 +15,7 @@ func (l Lease) ID() string { return l.id }
 // Release ends the push's hold.
 func (l Lease) Release() {
 	l.g.fleet.unhold(l.r, l.hold)
-	l.r.release()
+	l.r.release(l.g.now())
 }
 
 // End starts the run's close-out after the grace period, in which data

@@ -40,6 +40,9 @@ type Config struct {
 	// handed-back data ever comes back, and how long exporterhelper tries.
 	RetryEnabled    bool
 	RetryMaxElapsed time.Duration
+	// QueueFlush is sending_queue's batch flush_timeout: how long the
+	// queue may take to hand on the batch after one that ended.
+	QueueFlush time.Duration
 	// Where says where a run can be seen, for log lines: its dashboard or
 	// its offline directory; WhereEval the same for an evaluation.
 	Where     func(runID string) zap.Field
@@ -168,7 +171,7 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 	}
 	hold, err := g.fleet.hold(ctx, r)
 	if err != nil {
-		r.release()
+		r.release(g.now())
 		if errors.Is(err, errRunClosed) {
 			return Lease{}, g.refuseClosed(r, signal, records)
 		}
@@ -177,7 +180,7 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 	id, err := g.creator.ensure(ctx, r, res)
 	if err != nil {
 		g.fleet.unhold(r, hold)
-		r.release()
+		r.release(g.now())
 		if rej, ok := errors.AsType[*reject.Rejection](err); ok {
 			g.Tel.Reject(signal, rej.Reason, records)
 			g.Warn.Warn(string(rej.Reason)+"\x00"+ident.key(), "Rejected data: the run cannot be created, so it is dropped", zap.Stringer("run", ident), zap.String("signal", signal), zap.Error(err))

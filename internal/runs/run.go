@@ -42,6 +42,7 @@ type run struct {
 	inflight  int
 	drained   chan struct{} // closed when inflight reaches 0 while closing
 	lastSeen  time.Time
+	lastDone  time.Time // when a push of the run last ended
 	traces    tracesState
 	eval      *evalState // an evaluation's config and summary; nil for a training run
 	// closer: this collector holds the fleet's close-out claim (shared
@@ -84,9 +85,10 @@ func (r *run) hold(now time.Time) error {
 	return nil
 }
 
-func (r *run) release() {
+func (r *run) release(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.lastDone = now
 	r.inflight--
 	if r.inflight == 0 && r.drained != nil {
 		close(r.drained)
