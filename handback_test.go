@@ -23,15 +23,7 @@ import (
 func TestACloseOutWaitsForTheRunsDataInTheCollectorsRetry(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("hb"), map[int64]map[string]float64{1: {"loss": 1}})))
-	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
-	var back consumererror.Metrics
-	require.ErrorAs(t, h.exp.pushMetrics(ctx, gauges(trainRun("hb"), map[int64]map[string]float64{2: {"loss": 0.5}})), &back)
-
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("hb"), runEnd("completed", ""))))
-	require.Eventually(t, func() bool {
-		return h.logs.FilterMessageSnippet("close-out waits for its data").Len() == 1
-	}, 5*time.Second, time.Millisecond)
+	back := endWithStep2InRetry(t, h, "hb")
 
 	require.NoError(t, h.exp.pushMetrics(ctx, back.Data()), "the retry is accepted: the run is still open")
 	run := h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
@@ -49,14 +41,7 @@ func TestACloseOutWaitsForTheRunsDataInTheCollectorsRetry(t *testing.T) {
 func TestACloseOutWaitsForTheRunsDataQueuedBehindItsRetry(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("queued"), map[int64]map[string]float64{1: {"loss": 1}})))
-	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
-	var back consumererror.Metrics
-	require.ErrorAs(t, h.exp.pushMetrics(ctx, gauges(trainRun("queued"), map[int64]map[string]float64{2: {"loss": 0.5}})), &back)
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("queued"), runEnd("completed", ""))))
-	require.Eventually(t, func() bool {
-		return h.logs.FilterMessageSnippet("close-out waits for its data").Len() == 1
-	}, 5*time.Second, time.Millisecond)
+	back := endWithStep2InRetry(t, h, "queued")
 
 	require.NoError(t, h.exp.pushMetrics(ctx, back.Data()), "the retry")
 	// Ten of the close-out's polls: the next batch's way out of the queue.
@@ -66,6 +51,23 @@ func TestACloseOutWaitsForTheRunsDataQueuedBehindItsRetry(t *testing.T) {
 	run := h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
 	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 0.5}, 3: {"loss": 0.25}}, run.Metrics)
 	assert.Zero(t, h.count(metricRejected, map[string]string{"reason": "run_closed"}))
+}
+
+// endWithStep2InRetry posts run key's step 1, has its step 2 handed back
+// by a platform answering 503, ends the run and waits until the close-out
+// waits for that retry, which it returns.
+func endWithStep2InRetry(t *testing.T, h *harness, key string) consumererror.Metrics {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun(key), map[int64]map[string]float64{1: {"loss": 1}})))
+	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+	var back consumererror.Metrics
+	require.ErrorAs(t, h.exp.pushMetrics(ctx, gauges(trainRun(key), map[int64]map[string]float64{2: {"loss": 0.5}})), &back)
+	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun(key), runEnd("completed", ""))))
+	require.Eventually(t, func() bool {
+		return h.logs.FilterMessageSnippet("close-out waits for its data").Len() == 1
+	}, 5*time.Second, time.Millisecond)
+	return back
 }
 
 func TestACloseOutWaitsOnlyForItsOwnRunsRetries(t *testing.T) {
