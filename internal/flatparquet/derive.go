@@ -15,8 +15,9 @@ import (
 // too. A long copy reaching back before the stretch (the last branch
 // repeating the first) is replaced by the elements of the bytes it
 // copies, which are the same bytes, kept by the same rule against the
-// copied region. Only what is left, copies reaching back before both,
-// becomes literal bytes. The result decodes to exactly the cell's bytes,
+// copied region, and a later copy of those bytes copies them where the
+// stretch repeats them. Only what is left, copies reaching back before
+// both, becomes literal bytes. The result decodes to exactly the cell's bytes,
 // about as small as compressing them afresh (derive_test.go), for a walk
 // over the big cell's elements instead of Snappy's search over the
 // cell's bytes.
@@ -143,6 +144,24 @@ type deriver struct {
 	// budget is the bytes of copies that may still become literals: past
 	// it the stretch is compressed afresh, as it is smaller that way.
 	budget int
+	// mirrors are the repeats resolved so far: a later copy of their
+	// bytes copies them where the stretch repeats them.
+	mirrors []mirror
+}
+
+// mirror says src[from:to] equals src[from+by:to+by], which lies inside
+// the stretch and is written.
+type mirror struct{ from, to, by int }
+
+// mirrored finds the mirror holding src[from:to] and how far on the
+// stretch repeats it.
+func (d *deriver) mirrored(from, to int) (by int, ok bool) {
+	for _, mr := range d.mirrors {
+		if mr.from <= from && to <= mr.to {
+			return mr.by, true
+		}
+	}
+	return 0, false
 }
 
 // resolveMin is the shortest repeat that is replaced by the elements of
@@ -208,10 +227,19 @@ func (d *deriver) walk(a, b, shift int, resolve bool) {
 			}
 			// Bytes from a+off on copy bytes inside [a, b).
 			split := a + off
-			if m := min(end, split); s < m && resolve && m-s >= resolveMin {
+			m := min(end, split)
+			by, mirrored := d.mirrored(s-off, m-off)
+			switch {
+			case s >= m:
+			case resolve && mirrored:
+				// What it copies is repeated inside the stretch already.
+				d.flush()
+				d.dst = appendCopy(d.dst, off-by, m-s)
+			case resolve && m-s >= resolveMin:
 				d.flush()
 				d.walk(s-off, m-off, shift+off, false)
-			} else if s < m {
+				d.mirrors = append(d.mirrors, mirror{s - off, m - off, off})
+			default:
 				d.literal(s+shift, m+shift)
 				if d.budget -= m - s; d.budget < 0 {
 					d.bad = true

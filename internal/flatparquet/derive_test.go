@@ -105,6 +105,9 @@ func TestDerivedElementsDecodeToTheirStretchOfTheBigCell(t *testing.T) {
 	// that makes it, which may start a block of elements (checkpoint).
 	for _, n := range []int{20_000, 40_000, 76_000, 103_000, 139_000, 400_000} {
 		traj, lo, hi := trajectoryLike(uint64(n), n)
+		if n == 103_000 {
+			traj, lo, hi = turnsLike(uint64(n), n)
+		}
 		for _, d := range []int{0, 1, 2, 3, 5, 8} {
 			cases = append(cases, struct {
 				name   string
@@ -126,18 +129,47 @@ func TestDerivedElementsDecodeToTheirStretchOfTheBigCell(t *testing.T) {
 	}
 }
 
+// turnsLike is a trajectory whose last branch holds the first branch's
+// messages and as many new ones, all of a hundred common words: the new
+// messages' copies reach back into the first branch, whose bytes the last
+// one repeats.
+func turnsLike(seed uint64, n int) (traj string, lo, hi int) {
+	msgs := func(seed uint64) string {
+		var b strings.Builder
+		for k := range 10 {
+			fmt.Fprintf(&b, `{"role":"user","content":"%s"},`, commonWords(seed+uint64(k), n/20))
+		}
+		return b.String()
+	}
+	first := msgs(seed)
+	head := `[{"messages":[` + first[:len(first)-1] + `]},{"messages":`
+	last := `[` + first + msgs(seed+100)
+	last = last[:len(last)-1] + `]`
+	return head + last + `}]`, len(head), len(head) + len(last)
+}
+
 // Deriving the last branch's messages is about as small as compressing
 // them afresh: the long repeat becomes the first branch's own elements,
-// not literal bytes.
+// not literal bytes, and the new messages' copies of the first branch copy
+// its repeat inside the stretch.
 func TestADerivedCompletionIsAboutAsSmallAsOneCompressedAfresh(t *testing.T) {
-	for _, n := range []int{20_000, 90_000, 400_000} {
-		traj, lo, hi := trajectoryLike(uint64(n), n)
+	for _, c := range []struct {
+		name  string
+		shape func(uint64, int) (string, int, int)
+		n     int
+	}{
+		{"a short tail, 20 KB", trajectoryLike, 20_000},
+		{"a short tail, 90 KB", trajectoryLike, 90_000},
+		{"a short tail, 400 KB", trajectoryLike, 400_000},
+		{"as many new messages, 100 KB", turnsLike, 100_000},
+	} {
+		traj, lo, hi := c.shape(uint64(c.n), c.n)
 		if !worthDeriving(traj, lo, hi-lo) {
-			t.Fatalf("%d bytes of messages are not worth deriving", hi-lo)
+			t.Fatalf("%s: not worth deriving", c.name)
 		}
 		out, ok := deriveWithin(t, traj, lo, hi, (hi-lo)/literalShare)
 		if !ok {
-			t.Fatalf("%d bytes of messages: deriving gave up", hi-lo)
+			t.Fatalf("%s: deriving gave up", c.name)
 		}
 		got := len(out)
 		afresh := len(s2.EncodeSnappy(nil, []byte(traj[lo:hi])))

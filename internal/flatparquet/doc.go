@@ -29,7 +29,8 @@
 //     cell's, compressed once (derive.go, shared.go). Elements inside the
 //     stretch are kept byte for byte; a long copy from before it (the
 //     last branch repeating the first) is replaced by the elements of
-//     what it copies. Cells share memory only when the table built
+//     what it copies, and later copies of those bytes copy their repeat
+//     inside the stretch. Cells share memory only when the table built
 //     them so, which a pointer comparison tells; a stretch that repeats
 //     nothing before it, with much before it, is compressed afresh, and
 //     so is one whose copies would turn more than a 32nd of it into
