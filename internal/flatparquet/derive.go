@@ -17,9 +17,9 @@ import (
 // copies, which are the same bytes, kept by the same rule against the
 // copied region, and a later copy of those bytes copies them where the
 // stretch repeats them. Only what is left, copies reaching back before
-// both, becomes literal bytes. The result decodes to exactly the cell's bytes,
-// about as small as compressing them afresh (derive_test.go), for a walk
-// over the big cell's elements instead of Snappy's search over the
+// both, becomes literal bytes. The result decodes to exactly the cell's
+// bytes, about as small as compressing them afresh (derive_test.go), for
+// a walk over the big cell's elements instead of Snappy's search over the
 // cell's bytes.
 
 // checkpoint is where a block of checkpointEvery elements starts: its
