@@ -42,9 +42,8 @@ type cellKey struct{ col, row int }
 // cell of another column of the row (the sample table's completion inside
 // its trajectory), and those big cells. Cells share memory only when the
 // table built them so, which a pointer comparison tells.
+// releaseShared, deferred by Write, leaves them empty for the next file.
 func (fw *Writer) findShared(t Table) {
-	clear(fw.shared)
-	fw.bigs = fw.bigs[:0]
 	type cand struct {
 		col int
 		s   string

@@ -170,11 +170,10 @@ func (c *closer) closeOut(r *run) {
 // none of the run's pushes is in flight, none of its data waits in the
 // collector's retry (handBacks), the fleet holds none either, and, when it
 // had to wait, the queue's batches behind have had their turn
-// (afterWaitQuiet). During a
-// platform outage the run's data sits in exporterhelper's back-off, out of
-// the drain's sight, while its end needs no request and is accepted at
-// once; closing then would refuse that data when its retry comes, and it
-// would be lost. The wait ends by itself: a hand-back is forgotten once
+// (afterWaitQuiet). During a platform outage the run's data sits in
+// exporterhelper's back-off, out of the drain's sight, while its end needs
+// no request and is accepted at once; closing then would refuse that data
+// when its retry comes, and it would be lost. The wait ends by itself: a hand-back is forgotten once
 // retry_on_failure's max_elapsed_time has passed, and in-flight pushes end
 // with their in-place attempts. Collector shutdown stops the retries, so
 // it stops the wait too.
