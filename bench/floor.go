@@ -141,6 +141,15 @@ func compressFor(ft floorText, minCPU time.Duration) (time.Duration, int, error)
 // rusageThread is Linux's RUSAGE_THREAD, which package syscall does not name.
 const rusageThread = 1
 
+// threadGroupCPU is this process's CPU time, user and system, all threads.
+func threadGroupCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
 // threadCPU is the calling thread's CPU time, user and system.
 func threadCPU() (time.Duration, error) {
 	var ru syscall.Rusage

@@ -14,6 +14,7 @@ type result struct {
 	config   string
 	wall     time.Duration // first send → last episode landed
 	cpu      time.Duration // the collector's, over the same window
+	harness  time.Duration // this process's (senders, target, scrapes), over the same window
 	peakRSS  int64         // the collector's VmHWM at the end, bytes
 	peakQ    int64         // the most the exporter's sending queue held, bytes (sampled)
 	retries  int64         // requests the receiver refused and the senders sent again
@@ -64,6 +65,10 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 	if err != nil {
 		return result{}, err
 	}
+	own0, err := threadGroupCPU()
+	if err != nil {
+		return result{}, err
+	}
 	start := time.Now()
 	if profile != "" {
 		profiled = fetchProfile(ctx, cfg.pprofAddr, profileFor, profile)
@@ -78,6 +83,7 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 	}
 	landed, err := waitLanded(runCtx, tgt, c, int64(l.spec.episodes))
 	wall := time.Since(start)
+	own1, ownErr := threadGroupCPU()
 	cancel()
 	q := <-peakQ
 	if err != nil {
@@ -86,6 +92,9 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 	cpu1, err := cpuTime(c.pid())
 	if err != nil {
 		return result{}, err
+	}
+	if ownErr != nil {
+		return result{}, ownErr
 	}
 	hwm, err := peakRSS(c.pid())
 	if err != nil {
@@ -99,7 +108,7 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 			return result{}, fmt.Errorf("%s: profile: %w", name, err)
 		}
 	}
-	return result{config: config, wall: wall, cpu: cpu1 - cpu0, peakRSS: hwm, peakQ: q, retries: retries, episodes: landed}, nil
+	return result{config: config, wall: wall, cpu: cpu1 - cpu0, harness: own1 - own0, peakRSS: hwm, peakQ: q, retries: retries, episodes: landed}, nil
 }
 
 // launch starts a fresh target and a collector for it on newly picked

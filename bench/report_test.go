@@ -10,11 +10,11 @@ import (
 func TestFiguresAreMediansOfTheReps(t *testing.T) {
 	l := &load{spec: loadSpec{name: "2KB", episodes: 1000}, bytes: 2_000_000}
 	f := summarize(l, []result{
-		{wall: 4 * time.Second, cpu: 8 * time.Second, peakRSS: 300},
-		{wall: 1 * time.Second, cpu: 2 * time.Second, peakRSS: 100},
-		{wall: 2 * time.Second, cpu: 4 * time.Second, peakRSS: 200},
+		{wall: 4 * time.Second, cpu: 8 * time.Second, harness: 3 * time.Second, peakRSS: 300},
+		{wall: 1 * time.Second, cpu: 2 * time.Second, harness: 1 * time.Second, peakRSS: 100},
+		{wall: 2 * time.Second, cpu: 4 * time.Second, harness: 5 * time.Second, peakRSS: 200},
 	})
-	if f.episodesPerSec != 500 || f.mbPerSec != 1 || f.cpuPer1k != 4*time.Second || f.peakRSS != 200 {
+	if f.episodesPerSec != 500 || f.mbPerSec != 1 || f.cpuPer1k != 4*time.Second || f.harnessPer1k != 3*time.Second || f.peakRSS != 200 {
 		t.Errorf("figures = %+v", f)
 	}
 	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {

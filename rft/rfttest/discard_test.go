@@ -2,12 +2,11 @@ package rfttest
 
 import (
 	"bytes"
-	"crypto/md5"
-	"encoding/hex"
 	"net/http"
 	"strconv"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -40,12 +39,15 @@ func TestDiscardModeCountsConfirmedRowsAndKeepsNoBytes(t *testing.T) {
 
 	k1, put := c.upload(id, 10, data)
 	wantStatus(t, "put", put, http.StatusOK)
-	md := md5.Sum([]byte(data))
-	if got, want := put.header.Get("ETag"), `"`+hex.EncodeToString(md[:])+`"`; got != want {
-		t.Errorf("ETag = %s, want the MD5 of the bytes sent, %s", got, want)
+	if got, want := put.header.Get("ETag"), strconv.Quote(strconv.FormatUint(xxhash.Sum64String(data), 16)); got != want {
+		t.Errorf("ETag = %s, want the xxhash of the bytes sent, %s", got, want)
 	}
+	etag := put.header.Get("ETag")
 	_, put = c.upload(id, 20, parquetFile(t, 5)) // uploaded, never confirmed
 	wantStatus(t, "put", put, http.StatusOK)
+	if put.header.Get("ETag") == etag {
+		t.Errorf("two different objects both have ETag %s", etag)
+	}
 	if n := s.ConfirmedRows(); n != 0 {
 		t.Errorf("ConfirmedRows before any confirm = %d, want 0", n)
 	}
