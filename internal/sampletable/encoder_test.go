@@ -232,6 +232,29 @@ func TestAnEncoderWritesEachObjectOnItsOwn(t *testing.T) {
 	}
 }
 
+func TestEncodeRowsWritesTheObjectEncodeWritesOfTheSameRows(t *testing.T) {
+	full, sparse := episodeRow(), Episode{Step: 10, Trajectory: `[{"messages":[]}]`, CreatedAt: time.Unix(1, 0).UTC()}
+	sparse.Tag = "sparse"
+	var byValue, byPointer bytes.Buffer
+	if err := NewEncoder().Encode(&byValue, "run-1", 10, 3, []Episode{full, sparse, full}); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewEncoder().EncodeRows(&byPointer, "run-1", 10, 3, []*Episode{&full, &sparse, &full}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(byValue.Bytes(), byPointer.Bytes()) {
+		t.Fatalf("EncodeRows wrote %d bytes unlike Encode's %d", byPointer.Len(), byValue.Len())
+	}
+	if rows := cells(t, openParquet(t, byPointer.Bytes())); len(rows) != 3 || rows[1]["tag"] != "sparse" {
+		t.Fatalf("EncodeRows rows %v", rows)
+	}
+	other := full
+	other.Step = 20
+	if err := NewEncoder().EncodeRows(&byPointer, "run-1", 10, 0, []*Episode{&full, &other}); err == nil {
+		t.Fatal("EncodeRows took a row of another step")
+	}
+}
+
 // closeRecorder is a writer that notes whether it was closed.
 type closeRecorder struct {
 	bytes.Buffer

@@ -11,8 +11,9 @@ import (
 // episodeFingerprint identifies an episode by its content, which a replay
 // of the same record reproduces (created_at comes from the record's own
 // timestamps).
-func episodeFingerprint(ep sampletable.Episode) uint64 {
-	h := xxhash.New()
+func episodeFingerprint(ep *sampletable.Episode) uint64 {
+	var h xxhash.Digest
+	h.Reset()
 	var n [8]byte
 	word := func(v int64) {
 		binary.LittleEndian.PutUint64(n[:], uint64(v))

@@ -47,3 +47,28 @@ func TestSparesDropWhatIsNotWorthKeepingAndWhatHasNoRoom(t *testing.T) {
 		})
 	}
 }
+
+func TestBudgetSparesKeepValuesUpToTheirBytesTogether(t *testing.T) {
+	made := 0
+	size := func(b *[]byte) int { return cap(*b) }
+	s := newBudgetSpares(8, func() *[]byte { made++; b := []byte{}; return &b }, func(b *[]byte) bool { return cap(*b) <= 1<<20 }, size, 100)
+	for _, n := range []int{40, 40, 40, 10} { // the third would pass 100 bytes; the fourth fits
+		b := make([]byte, 0, n)
+		s.put(&b)
+	}
+	var got []int
+	for range 4 {
+		got = append(got, cap(*s.get()))
+	}
+	if made != 1 || got[0]+got[1]+got[2] != 90 {
+		t.Fatalf("got capacities %v and made %d fresh, want 40, 40 and 10 reused and one made", got, made)
+	}
+	// What was taken out is off the budget: the same bytes fit again.
+	for range 2 {
+		b := make([]byte, 0, 50)
+		s.put(&b)
+	}
+	if a, b := cap(*s.get()), cap(*s.get()); a != 50 || b != 50 {
+		t.Fatalf("after the gets, got %d and %d back, want both 50s kept", a, b)
+	}
+}

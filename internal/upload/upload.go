@@ -70,17 +70,28 @@ const keptTextChunks = 32
 // than held for good.
 const maxKeptBody = 16 << 20
 
+// keptBodyBytes bounds the object buffers kept between objects together,
+// and maxKeptBodies their count.
+const (
+	keptBodyBytes = 32 << 20
+	maxKeptBodies = 64
+)
+
 // New returns an uploader that stores objects in sink.
 func New(cfg Config, sink platform.Objects, tel Telemetry, warn *logonce.Logger) *Uploader {
 	n := cmp.Or(cfg.Encoders, runtime.GOMAXPROCS(0))
 	return &Uploader{cfg: cfg, sink: sink, tel: tel, warn: warn,
 		encoders: newSpares(n, sampletable.NewEncoder, func(*sampletable.Encoder) bool { return true }),
 		slots:    make(chan struct{}, n),
-		// A body is held through its upload, outside the encoding slot:
-		// twice the slots keeps one for each object encoding and one for
-		// each uploading in the common case.
-		bodies: newSpares(2*n, func() *bytes.Buffer { return new(bytes.Buffer) }, func(b *bytes.Buffer) bool { return b.Cap() <= maxKeptBody }),
-		text:   sampletable.NewArenaPool(keptTextChunks)}
+		// A body is held through its upload, outside the encoding slot, so
+		// there are as many as objects in flight: with the default four
+		// consumers and a push's runs uploading side by side, a few dozen.
+		// Kept by bytes rather than by count, they are all reused at 2 KB
+		// episodes; with only the slots' count kept, most objects grew a
+		// body from nothing (100 MB allocated in 4 s of scripts/bench.sh).
+		bodies: newBudgetSpares(maxKeptBodies, func() *bytes.Buffer { return new(bytes.Buffer) },
+			func(b *bytes.Buffer) bool { return b.Cap() <= maxKeptBody }, (*bytes.Buffer).Cap, keptBodyBytes),
+		text: sampletable.NewArenaPool(keptTextChunks)}
 }
 
 // Loc is where a record sits in its resource's scope logs, so a failed
@@ -98,12 +109,15 @@ type Batch struct {
 	hint int
 	// text holds the rows' JSON columns until Release.
 	text *sampletable.Arena
+	// now is the created_at of rows whose record has no timestamp: the
+	// push's time, read once rather than once a record.
+	now time.Time
 }
 
 // NewBatch returns an empty batch for a push of about records records.
 // Release ends it.
 func (u *Uploader) NewBatch(records int) *Batch {
-	return &Batch{steps: map[int64][]episode{}, hint: records, text: u.text.Arena()}
+	return &Batch{steps: map[int64][]episode{}, hint: records, text: u.text.Arena(), now: time.Now()}
 }
 
 // Release gives back the memory of the batch's rows: nothing may read
@@ -114,7 +128,9 @@ func (b *Batch) Release() {
 }
 
 type episode struct {
-	ep  sampletable.Episode
+	// ep is the row where its record's mapping put it: pointers, so that
+	// neither the batch's steps nor an object's rows copy it.
+	ep  *sampletable.Episode
 	loc Loc
 	fp  uint64 // fingerprint (episodeFingerprint), taken as it is accepted
 }
@@ -138,7 +154,7 @@ func (b *Batch) Locs() map[Loc]bool {
 // them. It returns the record as mapped, for the sinks that take more of
 // it than its rows (its Document); a rejected record comes back empty.
 func (u *Uploader) Accept(l Ledger, b *Batch, lr plog.LogRecord, loc Loc) sampletable.Record {
-	rec, err := sampletable.FromRecordIn(b.text, lr.Attributes(), lr.Body(), lr.Timestamp(), lr.ObservedTimestamp(), time.Now())
+	rec, err := sampletable.FromRecordIn(b.text, lr.Attributes(), lr.Body(), lr.Timestamp(), lr.ObservedTimestamp(), b.now)
 	if err != nil {
 		reason := reject.BadValue
 		if rej, ok := errors.AsType[*reject.Rejection](err); ok {
@@ -177,7 +193,8 @@ func (u *Uploader) toTable(l Ledger, b *Batch, rec sampletable.Record, loc Loc) 
 	if rec.Eval || rec.Step%u.cfg.StepInterval != 0 {
 		return
 	}
-	for _, ep := range rec.Rows {
+	for i := range rec.Rows {
+		ep := &rec.Rows[i]
 		if int64(ep.Size) > u.cfg.MaxEpisodeBytes {
 			u.reject(l, reject.EpisodeTooLarge, 1, "episode\x00"+l.ID()+"\x00too_large", "Rejected a prime.episode larger than samples.max_episode_bytes",
 				zap.Int64("step", ep.Step), zap.Int("bytes", ep.Size), zap.Int64("max_episode_bytes", u.cfg.MaxEpisodeBytes))
@@ -407,7 +424,7 @@ func (u *Uploader) encode(ctx context.Context, buf *bytes.Buffer, runID string, 
 		return ctx.Err()
 	}
 	defer func() { <-u.slots }()
-	eps := make([]sampletable.Episode, len(part))
+	eps := make([]*sampletable.Episode, len(part))
 	size := 0
 	for i, e := range part {
 		eps[i] = e.ep
@@ -417,5 +434,5 @@ func (u *Uploader) encode(ctx context.Context, buf *bytes.Buffer, runID string, 
 	defer u.encoders.put(enc)
 	buf.Reset()
 	buf.Grow(size/2 + 4096)
-	return enc.Encode(buf, runID, step, rangeIdx, eps)
+	return enc.EncodeRows(buf, runID, step, rangeIdx, eps)
 }

@@ -23,7 +23,7 @@ import (
 func sized(sizes ...int) []episode {
 	out := make([]episode, len(sizes))
 	for i, s := range sizes {
-		out[i] = episode{ep: sampletable.Episode{Size: s}, loc: Loc{Record: i}}
+		out[i] = episode{ep: &sampletable.Episode{Size: s}, loc: Loc{Record: i}}
 	}
 	return out
 }
@@ -66,16 +66,16 @@ func TestAnEpisodesFingerprintIsItsContentSoAReplayFindsIt(t *testing.T) {
 	same := sampletable.Episode{Step: 10, Prompt: prompt, CreatedAt: at}
 	later := sampletable.Episode{Step: 10, Prompt: prompt, CreatedAt: at.Add(time.Microsecond)}
 	other := sampletable.Episode{Step: 20, Prompt: prompt, CreatedAt: at}
-	assert.Equal(t, episodeFingerprint(a), episodeFingerprint(same))
-	assert.NotEqual(t, episodeFingerprint(a), episodeFingerprint(later))
-	assert.NotEqual(t, episodeFingerprint(a), episodeFingerprint(other))
+	assert.Equal(t, episodeFingerprint(&a), episodeFingerprint(&same))
+	assert.NotEqual(t, episodeFingerprint(&a), episodeFingerprint(&later))
+	assert.NotEqual(t, episodeFingerprint(&a), episodeFingerprint(&other))
 
 	// The rows of an oversized document can be alike but for their part.
 	second, third := a, a
 	second.Part, third.Part = 1, 2
-	assert.NotEqual(t, episodeFingerprint(a), episodeFingerprint(second))
-	assert.NotEqual(t, episodeFingerprint(second), episodeFingerprint(third))
-	assert.Equal(t, episodeFingerprint(second), episodeFingerprint(second))
+	assert.NotEqual(t, episodeFingerprint(&a), episodeFingerprint(&second))
+	assert.NotEqual(t, episodeFingerprint(&second), episodeFingerprint(&third))
+	assert.Equal(t, episodeFingerprint(&second), episodeFingerprint(&second))
 }
 
 // Fingerprints are kept by the run's store: a row without a part keeps
@@ -84,7 +84,7 @@ func TestAnEpisodesFingerprintIsItsContentSoAReplayFindsIt(t *testing.T) {
 func TestAFingerprintWithoutAPartIsTheOneBeforeParts(t *testing.T) {
 	info := "q"
 	ep := sampletable.Episode{Step: 10, Prompt: "q", Trajectory: "[{}]", Info: &info, CreatedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
-	assert.Equal(t, uint64(0xe9186ef14a8c7ce1), episodeFingerprint(ep))
+	assert.Equal(t, uint64(0xe9186ef14a8c7ce1), episodeFingerprint(&ep))
 
 	part := []episode{{fp: 1}, {fp: 2}}
 	assert.Equal(t, objectFingerprint(10, part), objectFingerprint(10, []episode{{fp: 1}, {fp: 2}}))
