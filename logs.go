@@ -149,6 +149,9 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []
 // counted and logged here.
 func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.ResourceLogs, records int) resourceEvents {
 	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[stepmetrics.Row][]upload.Loc{}, episodes: newSamplesSink(b.uploader, records)}
+	// The lease as the uploader's ledger, boxed once rather than once an
+	// episode.
+	var ledger upload.Ledger = l
 	for lr, loc := range eachRecord(rls) {
 		switch name := eventName(lr); name {
 		case eventMetrics:
@@ -161,7 +164,7 @@ func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.Resource
 				ev.metricRecords[row] = append(ev.metricRecords[row], loc)
 			}
 		case eventEpisode:
-			ev.episodes.accept(l, lr, loc)
+			ev.episodes.accept(ledger, lr, loc)
 		case eventRunEnd:
 			end, err := runs.ParseEnd(lr.Attributes())
 			if err != nil {

@@ -171,7 +171,9 @@ func (m *MemStore) MarkDelivered(_ context.Context, runKey string, _ int64, fps 
 		}
 		set, ok := m.cur[runKey]
 		if !ok {
-			set = map[uint64]struct{}{}
+			// Sized as the run's older generation: growing from nothing
+			// rehashed its way to a hundred thousand fingerprints.
+			set = make(map[uint64]struct{}, len(m.old[runKey]))
 			m.cur[runKey] = set
 		}
 		if _, dup := set[fp]; !dup {

@@ -168,8 +168,11 @@ func (u *Uploader) Accept(l Ledger, b *Batch, lr plog.LogRecord, loc Loc) sample
 	if rec.Document != nil && u.cfg.Traces != nil && !l.DocumentsOnTable() {
 		d := document{raw: rec.Document, loc: loc, step: rec.Step}
 		if u.cfg.Exclusive {
-			// Kept for the table only, should the run fall back to it.
-			d.rec = &rec
+			// Kept for the table only, should the run fall back to it. A
+			// copy of its own: the address of rec would move every
+			// record's Record to the heap.
+			kept := rec
+			d.rec = &kept
 			b.docs = append(b.docs, d)
 			return rec
 		}
