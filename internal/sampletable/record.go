@@ -104,9 +104,10 @@ func fromColumns(a *Arena, attrs pcommon.Map, b body, created time.Time) (Record
 	if err != nil {
 		return Record{}, err
 	}
-	ep := Episode{Step: step, CreatedAt: created}
-	cells := new(optionalCells)
-	if err := readScalars(&src, &ep, &rec, cells); err != nil {
+	row := new(recordRow)
+	ep, cells := &row.rows[0], &row.cells
+	*ep = Episode{Step: step, CreatedAt: created}
+	if err := readScalars(&src, ep, &rec, cells); err != nil {
 		return Record{}, err
 	}
 
@@ -146,7 +147,7 @@ func fromColumns(a *Arena, attrs pcommon.Map, b body, created time.Time) (Record
 	ep.Metrics = optJSON(a, &src, colMetrics, &cells.metrics)
 	ep.Timing = optJSON(a, &src, colTiming, &cells.timing)
 	ep.Size = ep.size()
-	rec.Rows = []Episode{ep}
+	rec.Rows = row.rows[:]
 	return rec, nil
 }
 
@@ -188,6 +189,12 @@ func workIsEval(attrs pcommon.Map) (bool, error) {
 	}
 	f := field{value: value{v: v}}
 	return false, rejection(reject.BadWorkType, attrWorkType, "attribute %s must be %q or %q, got %s", attrWorkType, workTrain, workEval, f.describe())
+}
+
+// recordRow is a record's row with its optional cells, in one allocation.
+type recordRow struct {
+	rows  [1]Episode
+	cells optionalCells
 }
 
 // optionalCells holds the values of a row's optional cells, which the

@@ -82,8 +82,7 @@ func (b *branchTail) see(key string, f field) {
 func buildTrajectory(a *Arena, f field, advantage *float64) (trajectory, error) {
 	adv := "null"
 	if advantage != nil {
-		var scratch [32]byte
-		adv = string(pjson.AppendFloat(scratch[:0], *advantage))
+		adv = a.float(*advantage)
 	}
 	switch {
 	case f.raw != "" && f.raw[0] == '[':
