@@ -17,8 +17,11 @@ type telemetry struct {
 	client *http.Client
 }
 
+// newTelemetry scrapes without compression: the collector measured would
+// gzip every answer, and `debug`'s landed episodes are scraped every 10 ms
+// (3 % of its collector's CPU went to gzip alone).
 func newTelemetry(addr string) telemetry {
-	return telemetry{url: "http://" + addr + "/metrics", client: &http.Client{}}
+	return telemetry{url: "http://" + addr + "/metrics", client: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
 }
 
 // series is one scraped line: its name, its labels as written and value.

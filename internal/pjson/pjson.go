@@ -150,14 +150,13 @@ func write(sb *Buffer, v pcommon.Value, sorted bool, r *Repeats) {
 		}
 		sb.WriteByte('{')
 		first := true
-		v.Map().Range(func(k string, mv pcommon.Value) bool {
+		for k, mv := range v.Map().All() {
 			if !first {
 				sb.WriteByte(',')
 			}
 			first = false
 			writeMember(sb, k, mv, false, r)
-			return true
-		})
+		}
 		sb.WriteByte('}')
 	case pcommon.ValueTypeSlice:
 		sb.WriteByte('[')
@@ -217,10 +216,9 @@ func Size(v pcommon.Value) int {
 		return len(v.Str()) + len(v.Str())/16 + 2
 	case pcommon.ValueTypeMap:
 		n := 2
-		v.Map().Range(func(k string, mv pcommon.Value) bool {
+		for k, mv := range v.Map().All() {
 			n += len(k) + 4 + Size(mv)
-			return true
-		})
+		}
 		return n
 	case pcommon.ValueTypeSlice:
 		n := 2

@@ -1,6 +1,7 @@
 package sampletable
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/reject"
@@ -165,6 +167,55 @@ func TestAnAttributeOverridesTheBodyKey(t *testing.T) {
 				tt.check(t, mustRow(t, trainAttrs(t, 1, tt.attrs...), b))
 			}
 		})
+	}
+}
+
+// A map body can hold a key twice (OTLP does not forbid it; pdata keeps
+// both). Its column is the first, as pcommon.Map.Get finds, and an empty
+// first value leaves the column empty.
+func TestAMapBodyHoldingAColumnTwiceGivesItsFirstValue(t *testing.T) {
+	twice := func(first, second any) pcommon.Value {
+		// Keys of one length, renamed in the wire bytes: pdata's API
+		// itself never puts a key twice.
+		lr := plog.NewLogRecord()
+		m := lr.Body().SetEmptyMap()
+		if err := m.FromRaw(map[string]any{"trajectory": []any{map[string]any{"messages": []any{"m"}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if first != nil {
+			m.PutStr("answer", first.(string))
+		} else {
+			m.PutEmpty("answer")
+		}
+		m.PutStr("answeR", second.(string))
+		ld := plog.NewLogs()
+		lr.CopyTo(ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+		raw, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = bytes.Replace(raw, []byte("answeR"), []byte("answer"), 1)
+		back, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := back.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Body()
+		n := 0
+		for k := range body.Map().All() {
+			if k == "answer" {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Fatalf("the body holds answer %d times, want 2", n)
+		}
+		return body
+	}
+	if ep := mustRow(t, trainAttrs(t, 1), twice("first", "second")); ep.Answer != "first" {
+		t.Errorf("answer %q, want the first value, first", ep.Answer)
+	}
+	if ep := mustRow(t, trainAttrs(t, 1), twice(nil, "second")); ep.Answer != "" {
+		t.Errorf("answer %q, want empty: the first value is empty", ep.Answer)
 	}
 }
 

@@ -201,6 +201,70 @@ type source struct {
 	// column its lookup by a concatenated key.
 	columnAttrs bool
 	body
+	// keyed is a map body's value of each column it names (bodyColumn),
+	// found in one pass over its keys: a lookup a column scanned every
+	// key, a column the body does not have (info, token counts) all of
+	// them, about 15 % of a 2 KB record's mapping. has marks the columns
+	// found; the first of duplicate keys is kept, as pcommon.Map.Get finds.
+	keyed [numBodyColumns]pcommon.Value
+	has   uint32
+}
+
+// The columns a map body is indexed by (source.keyed).
+const (
+	bcTag = iota
+	bcProblemID
+	bcPrompt
+	bcAnswer
+	bcEnvName
+	bcReward
+	bcAdvantage
+	bcNumInputTokens
+	bcNumOutputTokens
+	bcTrajectory
+	bcCompletion
+	bcTask
+	bcInfo
+	bcMetrics
+	bcTiming
+	numBodyColumns
+)
+
+// bodyColumn is column's index in source.keyed, or -1.
+func bodyColumn(column string) int {
+	switch column {
+	case colTag:
+		return bcTag
+	case colProblemID:
+		return bcProblemID
+	case colPrompt:
+		return bcPrompt
+	case colAnswer:
+		return bcAnswer
+	case colEnvName:
+		return bcEnvName
+	case colReward:
+		return bcReward
+	case colAdvantage:
+		return bcAdvantage
+	case colNumInputTokens:
+		return bcNumInputTokens
+	case colNumOutputTokens:
+		return bcNumOutputTokens
+	case colTrajectory:
+		return bcTrajectory
+	case colCompletion:
+		return bcCompletion
+	case colTask:
+		return bcTask
+	case colInfo:
+		return bcInfo
+	case colMetrics:
+		return bcMetrics
+	case colTiming:
+		return bcTiming
+	}
+	return -1
 }
 
 // newSource is the column-keyed reading of a record.
@@ -215,6 +279,14 @@ func newSource(attrs pcommon.Map, b body) (source, error) {
 			break
 		}
 	}
+	if s.hasMap {
+		for k, v := range s.m.All() {
+			if i := bodyColumn(k); i >= 0 && s.has&(1<<i) == 0 {
+				s.keyed[i] = v
+				s.has |= 1 << i
+			}
+		}
+	}
 	return s, nil
 }
 
@@ -227,7 +299,13 @@ func (s *source) get(column string) (field, bool) {
 		}
 	}
 	if s.hasMap {
-		if v, ok := s.m.Get(column); ok && v.Type() != pcommon.ValueTypeEmpty {
+		v, ok := pcommon.Value{}, false
+		if i := bodyColumn(column); i >= 0 {
+			v, ok = s.keyed[i], s.has&(1<<i) != 0
+		} else {
+			v, ok = s.m.Get(column)
+		}
+		if ok && v.Type() != pcommon.ValueTypeEmpty {
 			return field{column: column, value: value{v: v}}, true
 		}
 	}

@@ -141,9 +141,9 @@ func listTrajectory(a *Arena, f field, branches pcommon.Slice, adv string) (traj
 		}
 		sb.WriteByte('{')
 		n, seen := 0, false
-		b.Map().Range(func(k string, v pcommon.Value) bool {
+		for k, v := range b.Map().All() {
 			if k == branchAdvantage && seen {
-				return true
+				continue
 			}
 			if n > 0 {
 				sb.WriteByte(',')
@@ -163,8 +163,7 @@ func listTrajectory(a *Arena, f field, branches pcommon.Slice, adv string) (traj
 			default:
 				pjson.WriteRepeats(&sb, v, repeats)
 			}
-			return true
-		})
+		}
 		endBranch(&sb, n, seen, adv)
 	}
 	sb.WriteByte(']')
@@ -174,12 +173,11 @@ func listTrajectory(a *Arena, f field, branches pcommon.Slice, adv string) (traj
 	}
 
 	t.last.index = t.branches - 1
-	branches.At(t.last.index).Map().Range(func(k string, v pcommon.Value) bool {
+	for k, v := range branches.At(t.last.index).Map().All() {
 		if v.Type() != pcommon.ValueTypeEmpty {
 			t.last.see(k, field{column: f.column, fromAttr: f.fromAttr, value: value{v: v}})
 		}
-		return true
-	})
+	}
 	return t, nil
 }
 
