@@ -173,10 +173,10 @@ func (c *closer) closeOut(r *run) {
 // (afterWaitQuiet). During a platform outage the run's data sits in
 // exporterhelper's back-off, out of the drain's sight, while its end needs
 // no request and is accepted at once; closing then would refuse that data
-// when its retry comes, and it would be lost. The wait ends by itself: a hand-back is forgotten once
-// retry_on_failure's max_elapsed_time has passed, and in-flight pushes end
-// with their in-place attempts. Collector shutdown stops the retries, so
-// it stops the wait too.
+// when its retry comes, and it would be lost. The wait ends by itself: a
+// hand-back is forgotten once retry_on_failure's max_elapsed_time has
+// passed, and in-flight pushes end with their in-place attempts. Collector
+// shutdown stops the retries, so it stops the wait too.
 func (c *closer) awaitRetries(r *run) {
 	logged, waited, start := false, false, c.now()
 	for {

@@ -50,7 +50,7 @@ func BenchmarkFromRecordAndEncodeArrowGo(b *testing.B) {
 	benchEncode(b, func() encodeFunc {
 		aw := &arrowGoWriter{props: props, root: sc.Root(), arrowSchema: arrowSchema}
 		return func(w io.Writer, eps []Episode) error {
-			return aw.write(w, &episodeCells{runID: "run-1", step: 10, eps: eps, n: len(eps)})
+			return aw.write(w, &episodeCells{runID: "run-1", step: 10, eps: eps})
 		}
 	})
 }

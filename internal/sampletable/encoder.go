@@ -47,7 +47,7 @@ func NewEncoder() *Encoder {
 // step's sample_id uniqueness. w is written to, never closed; after an
 // error it may hold part of an object, which the caller drops.
 func (e *Encoder) Encode(w io.Writer, runID string, step, rangeIdx int64, eps []Episode) error {
-	return e.encode(w, &episodeCells{runID: runID, step: step, rangeIdx: rangeIdx, eps: eps, n: len(eps)})
+	return e.encode(w, &episodeCells{runID: runID, step: step, rangeIdx: rangeIdx, eps: eps})
 }
 
 // EncodeRows is Encode of episodes where they lie: a caller that keeps
@@ -55,18 +55,19 @@ func (e *Encoder) Encode(w io.Writer, runID string, step, rangeIdx int64, eps []
 // into a slice of its own for every object (at 2 KB episodes those copies
 // were a fifth of what the exporter allocated).
 func (e *Encoder) EncodeRows(w io.Writer, runID string, step, rangeIdx int64, eps []*Episode) error {
-	return e.encode(w, &episodeCells{runID: runID, step: step, rangeIdx: rangeIdx, ptrs: eps, n: len(eps)})
+	return e.encode(w, &episodeCells{runID: runID, step: step, rangeIdx: rangeIdx, ptrs: eps})
 }
 
 func (e *Encoder) encode(w io.Writer, t *episodeCells) error {
 	if t.rangeIdx < 0 || t.rangeIdx >= maxRange {
 		return fmt.Errorf("sampletable: sample_id range %d is outside [0, 2^21)", t.rangeIdx)
 	}
-	if int64(t.n) > maxRowsID {
-		return fmt.Errorf("sampletable: %d episodes do not fit one sample_id range", t.n)
+	n := t.NumRows()
+	if int64(n) > maxRowsID {
+		return fmt.Errorf("sampletable: %d episodes do not fit one sample_id range", n)
 	}
 	total := 0
-	for i := range t.n {
+	for i := range n {
 		ep := t.row(i)
 		total += ep.size() + len(t.runID)
 		switch {
@@ -78,7 +79,7 @@ func (e *Encoder) encode(w io.Writer, t *episodeCells) error {
 	}
 
 	if total > maxObjectBytes {
-		return fmt.Errorf("sampletable: the %d episodes of step %d hold %d bytes, more than one object takes; split them", t.n, t.step, total)
+		return fmt.Errorf("sampletable: the %d episodes of step %d hold %d bytes, more than one object takes; split them", n, t.step, total)
 	}
 
 	if err := e.fw.Write(w, t); err != nil {
@@ -116,10 +117,9 @@ const (
 type episodeCells struct {
 	runID          string
 	step, rangeIdx int64
-	// The rows are eps, or else ptrs (EncodeRows); n of them.
+	// The rows are eps, or else ptrs (EncodeRows).
 	eps  []Episode
 	ptrs []*Episode
-	n    int
 }
 
 func (t *episodeCells) row(i int) *Episode {
@@ -129,7 +129,12 @@ func (t *episodeCells) row(i int) *Episode {
 	return &t.eps[i]
 }
 
-func (t *episodeCells) NumRows() int { return t.n }
+func (t *episodeCells) NumRows() int {
+	if t.ptrs != nil {
+		return len(t.ptrs)
+	}
+	return len(t.eps)
+}
 
 func (t *episodeCells) Str(col, row int) (string, bool) {
 	ep := t.row(row)

@@ -11,7 +11,7 @@ package sampletable
 // text in row order compresses about twice as fast as the same text in
 // columns, which is what every writer of the table compresses.
 func AppendCellText(dst []byte, runID string, step int64, eps []Episode) []byte {
-	cells := &episodeCells{runID: runID, step: step, eps: eps, n: len(eps)}
+	cells := &episodeCells{runID: runID, step: step, eps: eps}
 	for c := range len(Schema().Fields()) {
 		for i := range eps {
 			if v, ok := cells.Str(c, i); ok {
