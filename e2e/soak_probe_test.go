@@ -26,6 +26,9 @@ type probe struct {
 	// itself hold a goroutine in the collector and skew the count.
 	client *http.Client
 	began  time.Time
+	// landed, when set, counts what has landed so far (the soak: the rows
+	// the fake platform confirmed), so a reading's CPU can be put per row.
+	landed func() int64
 
 	mu      sync.Mutex
 	samples []sample
@@ -38,6 +41,7 @@ type sample struct {
 	mem        memory
 	goroutines int
 	cpu        time.Duration // user + system time the collector used so far
+	rows       int64         // what had landed when the reading was taken (probe.landed)
 }
 
 func newProbe(pid int, pprofAddr string) *probe {
@@ -64,6 +68,9 @@ func (p *probe) take(phase string) (sample, error) {
 		return sample{}, err
 	}
 	s := sample{at: time.Since(p.began), phase: phase, mem: mem, goroutines: g, cpu: cpu}
+	if p.landed != nil {
+		s.rows = p.landed()
+	}
 	p.mu.Lock()
 	p.samples = append(p.samples, s)
 	p.mu.Unlock()

@@ -179,8 +179,9 @@ func (r soakRun) sent(t *testing.T) manifest {
 
 // play runs one demo trainer process for r: steps from..to of its run,
 // ending it with status ("none" sends no prime.run.end, so a later process
-// continues the run). A trainer that fails is reported with its output.
-func (r *soakRun) play(t *testing.T, trainer, addr string, k soakKnobs, dir string, from, to int, status string) bool {
+// continues the run). It returns the process's CPU time (user + system),
+// or false when the trainer failed, which is reported with its output.
+func (r *soakRun) play(t *testing.T, trainer, addr string, k soakKnobs, dir string, from, to int, status string) (time.Duration, bool) {
 	manifest := filepath.Join(dir, fmt.Sprintf("%s-%06d.json", r.key, from))
 	r.manifests = append(r.manifests, manifest)
 	// The trainer's own bound: the test's -timeout (a long soak's single
@@ -199,9 +200,9 @@ func (r *soakRun) play(t *testing.T, trainer, addr string, k soakKnobs, dir stri
 		"-export-timeout", "30s", "-manifest", manifest)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("trainer %s (steps %d-%d) failed: %v\n%s", r.key, from, to, err, out)
-		return false
+		return 0, false
 	}
-	return true
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), true
 }
 
 // runFleet plays k.runs demo runs, k.concurrency at a time, each under its

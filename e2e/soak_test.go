@@ -35,6 +35,7 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 		"PRIME_STORAGE_DIR="+storageDir, "PRIME_STEP_INTERVAL="+strconv.Itoa(k.stepInterval), "PRIME_QUEUE_SIZE="+strconv.Itoa(k.queueSize))
 
 	p := newProbe(c.cmd.Process.Pid, pprofAddr)
+	p.landed = platform.ConfirmedRows
 	heapAtStart, err := p.liveHeap()
 	if err != nil {
 		fatalf(t, c, "the collector's heap at the start: %v", err)
@@ -93,7 +94,7 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 
 	fig := verifySoak(t, c, platform, runs, k)
 	fig.heapAtStart, fig.heapAtEnd = heapAtStart, heapAtEnd
-	fig.checkpoints = marks.taken
+	fig.checkpoints, fig.start = marks.taken, start
 	fig.storageBytes = dirSize(t, storageDir)
 	stopBegan := time.Now()
 	c.stop()
@@ -180,6 +181,7 @@ type soakFigures struct {
 	// checkpoints are the readings at 10 %, 50 % and 100 % of the rows
 	// landed (with PRIME_SOAK_DISCARD=1).
 	checkpoints []checkpoint
+	start       sample // the collector before the load
 }
 
 // verifySoak checks what landed: one completed run per trainer, every
@@ -279,21 +281,36 @@ func reportSoak(t *testing.T, k soakKnobs, fig soakFigures, samples []sample) {
 		float64(fig.heapAtEnd-fig.heapAtStart)/float64(fig.steps))
 	if len(fig.checkpoints) > 0 {
 		fmt.Fprintf(&b, "checkpoints, each once its part had landed (live heap after a forced GC; RSS just before it):\n")
-		fmt.Fprintf(&b, "%6s %9s %9s %8s %8s %8s %10s %10s %10s %10s %10s %11s\n", "steps", "episodes", "rows", "t", "part", "landing",
-			"live heap", "VmRSS", "RssAnon", "RssFile", "goroutines", "CPU/episode")
-		var prev checkpoint // the start: no episodes, no CPU
-		for _, m := range fig.checkpoints {
+		fmt.Fprintf(&b, "%6s %9s %9s %8s %8s %8s %10s %10s %10s %10s %10s %11s %11s %8s\n", "steps", "episodes", "rows", "t", "part", "landing",
+			"live heap", "VmRSS", "RssAnon", "RssFile", "goroutines", "CPU/episode", "trainer's", "ratio")
+		prev := checkpoint{at: fig.start} // the start: no episodes yet
+		raw, paced := make([]float64, len(fig.checkpoints)), make([]float64, len(fig.checkpoints))
+		for i, m := range fig.checkpoints {
 			closed := ""
 			if m.runClosed {
 				closed = "  (run already closed out)"
 			}
 			// The collector's CPU per episode over the part: flat if its
 			// work per episode does not grow with the run.
-			cpu := (m.at.cpu - prev.at.cpu) / time.Duration(max(1, m.episodes-prev.episodes))
-			fmt.Fprintf(&b, "%5d%% %9d %9d %8s %8s %8s %10s %10s %10s %10s %10d %11s%s\n", m.pct, m.episodes, m.rows, m.at.at.Round(time.Second),
+			// The trainer's CPU per episode is the same work in every
+			// part: read against it, the collector's is at one pace.
+			n := time.Duration(max(1, m.episodes-prev.episodes))
+			cpu, trainer := (m.at.cpu-prev.at.cpu)/n, m.trainerCPU/n
+			raw[i], paced[i] = float64(cpu), float64(cpu)/float64(max(1, trainer))
+			fmt.Fprintf(&b, "%5d%% %9d %9d %8s %8s %8s %10s %10s %10s %10s %10d %11s %11s %8.2f%s\n", m.pct, m.episodes, m.rows, m.at.at.Round(time.Second),
 				m.played.Round(time.Second), m.landed.Round(100*time.Millisecond),
-				mb(m.heap/1024), mb(m.at.mem.rss), mb(m.at.mem.anon), mb(m.at.mem.file), m.at.goroutines, cpu.Round(time.Microsecond), closed)
+				mb(m.heap/1024), mb(m.at.mem.rss), mb(m.at.mem.anon), mb(m.at.mem.file), m.at.goroutines, cpu.Round(time.Microsecond),
+				trainer.Round(time.Microsecond), paced[i], closed)
 			prev = m
+		}
+		fmt.Fprintf(&b, "CPU/episode is the collector's over the part; trainer's is the part's trainer process's; ratio is the first over the second\n")
+		end := len(raw) - 1
+		fmt.Fprintf(&b, "CPU per episode, last part over the first: %.2f; read against the trainer's: %.2f\n", raw[end]/raw[0], paced[end]/paced[0])
+		if trend, ok := fitCPUTrend(samples); ok {
+			at := func(pct int) time.Duration { return trend.at(fig.checkpoints[end].rows * int64(pct) / 100) }
+			fmt.Fprintf(&b, "CPU per episode on the line through the load's %d intervals (each %.0f %% off it, weighted rms): %s at 10 %% of the rows, %s at 50 %%, %s at 100 %%: %.3f\n",
+				trend.intervals, 100*trend.spread, at(10).Round(100*time.Nanosecond), at(50).Round(100*time.Nanosecond), at(100).Round(100*time.Nanosecond),
+				float64(at(100))/float64(at(10)))
 		}
 		first, last := fig.checkpoints[0], fig.checkpoints[len(fig.checkpoints)-1]
 		var played time.Duration
@@ -309,10 +326,10 @@ func reportSoak(t *testing.T, k soakKnobs, fig soakFigures, samples []sample) {
 	fmt.Fprintf(&b, "file_storage on disk at the end: %s\n", mb(fig.storageBytes/1024))
 	fmt.Fprintf(&b, "goroutines: start %d, peak sampled %d, end %d\n", first.goroutines, peakG, last.goroutines)
 	fmt.Fprintf(&b, "collector CPU (user+system): %s\n", last.cpu)
-	fmt.Fprintf(&b, "%8s  %-6s %10s %10s %10s %10s %10s %9s\n", "t", "phase", "VmRSS", "RssAnon", "RssFile", "VmHWM", "goroutines", "CPU")
+	fmt.Fprintf(&b, "%8s  %-6s %10s %10s %10s %10s %10s %9s %9s\n", "t", "phase", "VmRSS", "RssAnon", "RssFile", "VmHWM", "goroutines", "CPU", "rows")
 	for _, s := range samples {
-		fmt.Fprintf(&b, "%8s  %-6s %10s %10s %10s %10s %10d %9s\n", s.at.Round(100*time.Millisecond), s.phase,
-			mb(s.mem.rss), mb(s.mem.anon), mb(s.mem.file), mb(s.mem.hwm), s.goroutines, s.cpu)
+		fmt.Fprintf(&b, "%8s  %-6s %10s %10s %10s %10s %10d %9s %9d\n", s.at.Round(100*time.Millisecond), s.phase,
+			mb(s.mem.rss), mb(s.mem.anon), mb(s.mem.file), mb(s.mem.hwm), s.goroutines, s.cpu, s.rows)
 	}
 	t.Log("\n" + b.String())
 	if path := os.Getenv("PRIME_SOAK_REPORT"); path != "" {
@@ -368,12 +385,13 @@ func playInParts(t *testing.T, c *collector, trainer, addr string, k soakKnobs, 
 		}
 		phase.set("load")
 		began := time.Now()
-		if !run.play(t, trainer, addr, k, dir, from, to, status) {
+		trainerCPU, ok := run.play(t, trainer, addr, k, dir, from, to, status)
+		if !ok {
 			return run
 		}
 		played := time.Since(began)
 		phase.set("land")
-		marks.at(pct, run, k, to, played)
+		marks.at(pct, run, k, to, played, trainerCPU)
 		from = to + 1
 	}
 	return run
@@ -382,14 +400,18 @@ func playInParts(t *testing.T, c *collector, trainer, addr string, k soakKnobs, 
 // checkpoint is a reading of the collector at the end of a part of the
 // run, once the part had landed.
 type checkpoint struct {
-	pct       int           // of the run's steps played
-	rows      int64         // confirmed rows of the run so far
-	episodes  int           // sent so far, eval ones included
-	played    time.Duration // the part's trainer, start to exit
-	landed    time.Duration // from the trainer's exit to the last row and metrics
-	runClosed bool          // the run had been closed out already (the 100 % reading came late)
-	at        sample
-	heap      int64 // live heap after a forced GC, bytes
+	pct      int           // of the run's steps played
+	rows     int64         // confirmed rows of the run so far
+	episodes int           // sent so far, eval ones included
+	played   time.Duration // the part's trainer, start to exit
+	// trainerCPU is the part's trainer process's CPU time. Its work per
+	// episode is the same in every part, so it reads the machine's pace
+	// along the run: the peer the collector's CPU per episode is read against.
+	trainerCPU time.Duration
+	landed     time.Duration // from the trainer's exit to the last row and metrics
+	runClosed  bool          // the run had been closed out already (the 100 % reading came late)
+	at         sample
+	heap       int64 // live heap after a forced GC, bytes
 }
 
 // checkpoints reads the collector at the end of each part of the run and,
@@ -406,7 +428,7 @@ type checkpoints struct {
 
 // at waits until everything r sent up to step has landed and reads the
 // collector as the pct checkpoint.
-func (m *checkpoints) at(pct int, r soakRun, k soakKnobs, step int, played time.Duration) {
+func (m *checkpoints) at(pct int, r soakRun, k soakKnobs, step int, played, trainerCPU time.Duration) {
 	m.t.Helper()
 	sent := r.sent(m.t)
 	var rows int64
@@ -430,7 +452,7 @@ func (m *checkpoints) at(pct int, r soakRun, k soakKnobs, step int, played time.
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	cp := checkpoint{pct: pct, rows: m.platform.ConfirmedRows(), episodes: sent.Episodes, played: played,
+	cp := checkpoint{pct: pct, rows: m.platform.ConfirmedRows(), episodes: sent.Episodes, played: played, trainerCPU: trainerCPU,
 		landed: time.Since(began), runClosed: run.Status != rfttest.StatusRunning}
 	var err error
 	if cp.at, err = m.p.take(fmt.Sprintf("%d%%", pct)); err != nil {
