@@ -133,29 +133,51 @@ func (p *probe) goroutines() (int, error) {
 // has not yet returned to the OS. Two collections, since what sync.Pools
 // held survives the first (in their victim caches).
 func (p *probe) liveHeap() (int64, error) {
-	if _, err := p.readHeapAlloc(); err != nil {
+	if _, err := p.memStats(true); err != nil {
 		return 0, err
 	}
-	return p.readHeapAlloc()
+	m, err := p.memStats(true)
+	return m["HeapAlloc"], err
 }
 
-// readHeapAlloc runs one garbage collection and reads HeapAlloc after it.
-func (p *probe) readHeapAlloc() (int64, error) {
-	resp, err := p.client.Get("http://" + p.pprof + "/debug/pprof/heap?debug=1&gc=1")
+// gcWork reads how many bytes the collector has allocated so far and how
+// many garbage collections it ran on its own (not forced): the work its
+// heap did, counted rather than timed, so the machine's pace does not
+// move it.
+func (p *probe) gcWork() (allocated, collections int64, err error) {
+	m, err := p.memStats(false)
+	return m["TotalAlloc"], m["NumGC"] - m["NumForcedGC"], err
+}
+
+// memStats reads the runtime.MemStats at the end of the collector's heap
+// profile ("# HeapAlloc = 123" lines), after a garbage collection if gc.
+func (p *probe) memStats(gc bool) (map[string]int64, error) {
+	url := "http://" + p.pprof + "/debug/pprof/heap?debug=1"
+	if gc {
+		url += "&gc=1"
+	}
+	resp, err := p.client.Get(url)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	m := map[string]int64{}
 	for line := range strings.Lines(string(raw)) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "# HeapAlloc = "); ok {
-			return strconv.ParseInt(v, 10, 64)
+		k, v, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "# "), " = ")
+		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil {
+			m[k] = n
 		}
 	}
-	return 0, fmt.Errorf("the heap profile has no HeapAlloc")
+	for _, k := range []string{"HeapAlloc", "TotalAlloc", "NumGC", "NumForcedGC"} {
+		if _, ok := m[k]; !ok {
+			return nil, fmt.Errorf("the heap profile has no %s", k)
+		}
+	}
+	return m, nil
 }
 
 // heapProfile runs a garbage collection in the collector and writes its

@@ -87,25 +87,33 @@ type soakKnobs struct {
 	// PRIME_SOAK_MAX_GROWTH_PCT: with checkpoints, the bound on the live
 	// heap after GC at 100 % over its value at the first checkpoint.
 	maxGrowthPct int
+	// PRIME_SOAK_MAX_WORK_GROWTH_PCT: with checkpoints, the bound on the
+	// collector's bytes allocated per episode over the last part against
+	// the first: its work per episode, counted, so the machine's pace
+	// (which moved the CPU per episode of the collector and of the
+	// trainer alike by up to a fifth between parts of one run) cannot
+	// hide a rise or make one.
+	maxWorkGrowthPct int
 }
 
 func readSoakKnobs(t *testing.T) soakKnobs {
 	t.Helper()
 	k := soakKnobs{
-		runs:            envInt(t, "PRIME_SOAK_RUNS", 96),
-		concurrency:     envInt(t, "PRIME_SOAK_CONCURRENCY", 16),
-		steps:           envInt(t, "PRIME_SOAK_STEPS", 500),
-		stepDelay:       envDuration(t, "PRIME_SOAK_STEP_DELAY", 100*time.Millisecond),
-		episodesPerStep: envInt(t, "PRIME_SOAK_EPISODES_PER_STEP", 4),
-		stepInterval:    envInt(t, "PRIME_SOAK_STEP_INTERVAL", 5),
-		sampleEvery:     envDuration(t, "PRIME_SOAK_SAMPLE_EVERY", 5*time.Second),
-		settle:          envDuration(t, "PRIME_SOAK_SETTLE", 3*time.Minute),
-		goroutineSlack:  envInt(t, "PRIME_SOAK_GOROUTINE_SLACK", 20),
-		maxRSSMB:        int64(envInt(t, "PRIME_SOAK_MAX_RSS_MB", 1024)),
-		queueSize:       envInt(t, "PRIME_SOAK_QUEUE_SIZE", 1000),
-		textBytes:       envInt(t, "PRIME_SOAK_EPISODE_TEXT_BYTES", 2000),
-		discard:         envInt(t, "PRIME_SOAK_DISCARD", 0) == 1,
-		maxGrowthPct:    envInt(t, "PRIME_SOAK_MAX_GROWTH_PCT", 20),
+		runs:             envInt(t, "PRIME_SOAK_RUNS", 96),
+		concurrency:      envInt(t, "PRIME_SOAK_CONCURRENCY", 16),
+		steps:            envInt(t, "PRIME_SOAK_STEPS", 500),
+		stepDelay:        envDuration(t, "PRIME_SOAK_STEP_DELAY", 100*time.Millisecond),
+		episodesPerStep:  envInt(t, "PRIME_SOAK_EPISODES_PER_STEP", 4),
+		stepInterval:     envInt(t, "PRIME_SOAK_STEP_INTERVAL", 5),
+		sampleEvery:      envDuration(t, "PRIME_SOAK_SAMPLE_EVERY", 5*time.Second),
+		settle:           envDuration(t, "PRIME_SOAK_SETTLE", 3*time.Minute),
+		goroutineSlack:   envInt(t, "PRIME_SOAK_GOROUTINE_SLACK", 20),
+		maxRSSMB:         int64(envInt(t, "PRIME_SOAK_MAX_RSS_MB", 1024)),
+		queueSize:        envInt(t, "PRIME_SOAK_QUEUE_SIZE", 1000),
+		textBytes:        envInt(t, "PRIME_SOAK_EPISODE_TEXT_BYTES", 2000),
+		discard:          envInt(t, "PRIME_SOAK_DISCARD", 0) == 1,
+		maxGrowthPct:     envInt(t, "PRIME_SOAK_MAX_GROWTH_PCT", 20),
+		maxWorkGrowthPct: envInt(t, "PRIME_SOAK_MAX_WORK_GROWTH_PCT", 5),
 	}
 	if k.runs < 1 || k.concurrency < 1 || k.steps < k.stepInterval || k.stepInterval < 1 {
 		t.Fatalf("soak knobs make no soak: %+v", k)

@@ -44,6 +44,10 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 	if err != nil {
 		fatalf(t, c, "the first reading of the collector: %v", err)
 	}
+	before := checkpoint{at: start} // no episodes yet
+	if before.allocated, before.collections, err = p.gcWork(); err != nil {
+		fatalf(t, c, "the first reading of the collector: %v", err)
+	}
 	phase := newPhase("load")
 	stop := make(chan struct{})
 	sampling := p.every(t, k.sampleEvery, phase.get, stop)
@@ -94,7 +98,7 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 
 	fig := verifySoak(t, c, platform, runs, k)
 	fig.heapAtStart, fig.heapAtEnd = heapAtStart, heapAtEnd
-	fig.checkpoints, fig.start = marks.taken, start
+	fig.checkpoints, fig.start = marks.taken, before
 	fig.storageBytes = dirSize(t, storageDir)
 	stopBegan := time.Now()
 	c.stop()
@@ -117,6 +121,18 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 	if first, last, ok := marks.span(); ok && last.heap > first.heap*int64(100+k.maxGrowthPct)/100 {
 		t.Errorf("the live heap after GC grew with the run: %s at %d%% of its steps, %s at %d%% (bound +%d%%)",
 			mb(first.heap/1024), first.pct, mb(last.heap/1024), last.pct, k.maxGrowthPct)
+	}
+	if first, last, ok := marks.span(); ok {
+		before := fig.start
+		if len(fig.checkpoints) > 2 {
+			before = fig.checkpoints[len(fig.checkpoints)-2]
+		}
+		start := (first.allocated - fig.start.allocated) / int64(max(1, first.episodes))
+		end := (last.allocated - before.allocated) / int64(max(1, last.episodes-before.episodes))
+		if end > start*int64(100+k.maxWorkGrowthPct)/100 {
+			t.Errorf("the collector's work per episode grew with the run: %d bytes allocated per episode over the first part, %d over the last (bound +%d%%)",
+				start, end, k.maxWorkGrowthPct)
+		}
 	}
 	if peak := maxOf(p.all(), func(s sample) int64 { return s.mem.hwm }); peak > k.maxRSSMB*1024 {
 		t.Errorf("peak resident size %s is above the bound of %d MB", mb(peak), k.maxRSSMB)
@@ -181,7 +197,7 @@ type soakFigures struct {
 	// checkpoints are the readings at 10 %, 50 % and 100 % of the rows
 	// landed (with PRIME_SOAK_DISCARD=1).
 	checkpoints []checkpoint
-	start       sample // the collector before the load
+	start       checkpoint // the collector before the load
 }
 
 // verifySoak checks what landed: one completed run per trainer, every
@@ -281,9 +297,9 @@ func reportSoak(t *testing.T, k soakKnobs, fig soakFigures, samples []sample) {
 		float64(fig.heapAtEnd-fig.heapAtStart)/float64(fig.steps))
 	if len(fig.checkpoints) > 0 {
 		fmt.Fprintf(&b, "checkpoints, each once its part had landed (live heap after a forced GC; RSS just before it):\n")
-		fmt.Fprintf(&b, "%6s %9s %9s %8s %8s %8s %10s %10s %10s %10s %10s %11s %11s %8s\n", "steps", "episodes", "rows", "t", "part", "landing",
-			"live heap", "VmRSS", "RssAnon", "RssFile", "goroutines", "CPU/episode", "trainer's", "ratio")
-		prev := checkpoint{at: fig.start} // the start: no episodes yet
+		fmt.Fprintf(&b, "%6s %9s %9s %8s %8s %8s %10s %10s %10s %10s %10s %11s %11s %8s %13s %10s\n", "steps", "episodes", "rows", "t", "part", "landing",
+			"live heap", "VmRSS", "RssAnon", "RssFile", "goroutines", "CPU/episode", "trainer's", "ratio", "alloc/episode", "GCs/1k ep")
+		prev := fig.start
 		raw, paced := make([]float64, len(fig.checkpoints)), make([]float64, len(fig.checkpoints))
 		for i, m := range fig.checkpoints {
 			closed := ""
@@ -297,13 +313,14 @@ func reportSoak(t *testing.T, k soakKnobs, fig soakFigures, samples []sample) {
 			n := time.Duration(max(1, m.episodes-prev.episodes))
 			cpu, trainer := (m.at.cpu-prev.at.cpu)/n, m.trainerCPU/n
 			raw[i], paced[i] = float64(cpu), float64(cpu)/float64(max(1, trainer))
-			fmt.Fprintf(&b, "%5d%% %9d %9d %8s %8s %8s %10s %10s %10s %10s %10d %11s %11s %8.2f%s\n", m.pct, m.episodes, m.rows, m.at.at.Round(time.Second),
+			fmt.Fprintf(&b, "%5d%% %9d %9d %8s %8s %8s %10s %10s %10s %10s %10d %11s %11s %8.2f %13d %10.2f%s\n", m.pct, m.episodes, m.rows, m.at.at.Round(time.Second),
 				m.played.Round(time.Second), m.landed.Round(100*time.Millisecond),
 				mb(m.heap/1024), mb(m.at.mem.rss), mb(m.at.mem.anon), mb(m.at.mem.file), m.at.goroutines, cpu.Round(time.Microsecond),
-				trainer.Round(time.Microsecond), paced[i], closed)
+				trainer.Round(time.Microsecond), paced[i], (m.allocated-prev.allocated)/int64(n), 1000*float64(m.collections-prev.collections)/float64(n), closed)
 			prev = m
 		}
-		fmt.Fprintf(&b, "CPU/episode is the collector's over the part; trainer's is the part's trainer process's; ratio is the first over the second\n")
+		fmt.Fprintf(&b, "CPU/episode is the collector's over the part; trainer's is the part's trainer process's; ratio is the first over the second;\n"+
+			"alloc/episode is the collector's bytes allocated per episode, GCs/1k ep its own garbage collections per 1,000 (checkpoints' forced ones not counted)\n")
 		end := len(raw) - 1
 		fmt.Fprintf(&b, "CPU per episode, last part over the first: %.2f; read against the trainer's: %.2f\n", raw[end]/raw[0], paced[end]/paced[0])
 		if trend, ok := fitCPUTrend(samples); ok {
@@ -412,6 +429,9 @@ type checkpoint struct {
 	runClosed  bool          // the run had been closed out already (the 100 % reading came late)
 	at         sample
 	heap       int64 // live heap after a forced GC, bytes
+	// allocated and collections are the collector's bytes allocated and
+	// garbage collections run on its own so far (probe.gcWork).
+	allocated, collections int64
 }
 
 // checkpoints reads the collector at the end of each part of the run and,
@@ -456,6 +476,9 @@ func (m *checkpoints) at(pct int, r soakRun, k soakKnobs, step int, played, trai
 		landed: time.Since(began), runClosed: run.Status != rfttest.StatusRunning}
 	var err error
 	if cp.at, err = m.p.take(fmt.Sprintf("%d%%", pct)); err != nil {
+		fatalf(m.t, m.c, "the %d%% checkpoint: %v", pct, err)
+	}
+	if cp.allocated, cp.collections, err = m.p.gcWork(); err != nil {
 		fatalf(m.t, m.c, "the %d%% checkpoint: %v", pct, err)
 	}
 	if cp.heap, err = m.p.liveHeap(); err != nil {
