@@ -11,7 +11,11 @@
 #   PRIME_SOAK_EPISODES_PER_STEP=100 PRIME_SOAK_EPISODE_TEXT_BYTES=600 \
 #   PRIME_SOAK_STEP_INTERVAL=1 PRIME_SOAK_STEP_DELAY=40ms PRIME_SOAK_DISCARD=1 \
 #   PRIME_SOAK_CHECKPOINTS=10,50 bash scripts/soak.sh
-# (about 9 minutes; docs/performance.md, Over a million episodes, has its figures)
+# (about 9 minutes; docs/performance.md, Over a million episodes, has its figures).
+# Each part's CPU per episode is read alone, against its trainer process's
+# (a peer doing fixed work per episode, so the machine's pace cancels) and on
+# a line fitted through the load; the collector's bytes allocated per episode
+# are counted, and bound to grow at most PRIME_SOAK_MAX_WORK_GROWTH_PCT (5).
 # The figures are in the test log and in _build/soak-report.txt, the
 # collector's log in _build/soak-collector.log, the heap profiles of the
 # checkpoints in _build/soak-heap/ (go tool pprof -top -diff_base
