@@ -122,16 +122,11 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 		t.Errorf("the live heap after GC grew with the run: %s at %d%% of its steps, %s at %d%% (bound +%d%%)",
 			mb(first.heap/1024), first.pct, mb(last.heap/1024), last.pct, k.maxGrowthPct)
 	}
-	if first, last, ok := marks.span(); ok {
-		before := fig.start
-		if len(fig.checkpoints) > 2 {
-			before = fig.checkpoints[len(fig.checkpoints)-2]
-		}
-		start := (first.allocated - fig.start.allocated) / int64(max(1, first.episodes))
-		end := (last.allocated - before.allocated) / int64(max(1, last.episodes-before.episodes))
-		if end > start*int64(100+k.maxWorkGrowthPct)/100 {
+	if parts := fig.parts(); len(parts) > 1 {
+		first, last := parts[0], parts[len(parts)-1]
+		if last.allocated > first.allocated*int64(100+k.maxWorkGrowthPct)/100 {
 			t.Errorf("the collector's work per episode grew with the run: %d bytes allocated per episode over the first part, %d over the last (bound +%d%%)",
-				start, end, k.maxWorkGrowthPct)
+				first.allocated, last.allocated, k.maxWorkGrowthPct)
 		}
 	}
 	if peak := maxOf(p.all(), func(s sample) int64 { return s.mem.hwm }); peak > k.maxRSSMB*1024 {
@@ -198,6 +193,35 @@ type soakFigures struct {
 	// landed (with PRIME_SOAK_DISCARD=1).
 	checkpoints []checkpoint
 	start       checkpoint // the collector before the load
+}
+
+// perEpisode is a part of the run read per episode it sent.
+type perEpisode struct {
+	cpu, trainer time.Duration // the collector's CPU, and the part's trainer process's
+	allocated    int64         // the collector's bytes allocated
+	collections  float64       // the collector's own garbage collections
+}
+
+// paced is the collector's CPU per episode over the trainer's: the
+// trainer's is the same work in every part, so the machine's pace cancels.
+func (e perEpisode) paced() float64 { return float64(e.cpu) / float64(max(1, e.trainer)) }
+
+// parts reads each part of the run (from the checkpoint before it, or the
+// start) per episode.
+func (fig soakFigures) parts() []perEpisode {
+	out := make([]perEpisode, len(fig.checkpoints))
+	prev := fig.start
+	for i, m := range fig.checkpoints {
+		n := int64(max(1, m.episodes-prev.episodes))
+		out[i] = perEpisode{
+			cpu:         (m.at.cpu - prev.at.cpu) / time.Duration(n),
+			trainer:     m.trainerCPU / time.Duration(n),
+			allocated:   (m.allocated - prev.allocated) / n,
+			collections: float64(m.collections-prev.collections) / float64(n),
+		}
+		prev = m
+	}
+	return out
 }
 
 // verifySoak checks what landed: one completed run per trainer, every
@@ -299,30 +323,23 @@ func reportSoak(t *testing.T, k soakKnobs, fig soakFigures, samples []sample) {
 		fmt.Fprintf(&b, "checkpoints, each once its part had landed (live heap after a forced GC; RSS just before it):\n")
 		fmt.Fprintf(&b, "%6s %9s %9s %8s %8s %8s %10s %10s %10s %10s %10s %11s %11s %8s %13s %10s\n", "steps", "episodes", "rows", "t", "part", "landing",
 			"live heap", "VmRSS", "RssAnon", "RssFile", "goroutines", "CPU/episode", "trainer's", "ratio", "alloc/episode", "GCs/1k ep")
-		prev := fig.start
-		raw, paced := make([]float64, len(fig.checkpoints)), make([]float64, len(fig.checkpoints))
+		parts := fig.parts()
 		for i, m := range fig.checkpoints {
 			closed := ""
 			if m.runClosed {
 				closed = "  (run already closed out)"
 			}
-			// The collector's CPU per episode over the part: flat if its
-			// work per episode does not grow with the run.
-			// The trainer's CPU per episode is the same work in every
-			// part: read against it, the collector's is at one pace.
-			n := time.Duration(max(1, m.episodes-prev.episodes))
-			cpu, trainer := (m.at.cpu-prev.at.cpu)/n, m.trainerCPU/n
-			raw[i], paced[i] = float64(cpu), float64(cpu)/float64(max(1, trainer))
+			e := parts[i]
 			fmt.Fprintf(&b, "%5d%% %9d %9d %8s %8s %8s %10s %10s %10s %10s %10d %11s %11s %8.2f %13d %10.2f%s\n", m.pct, m.episodes, m.rows, m.at.at.Round(time.Second),
 				m.played.Round(time.Second), m.landed.Round(100*time.Millisecond),
-				mb(m.heap/1024), mb(m.at.mem.rss), mb(m.at.mem.anon), mb(m.at.mem.file), m.at.goroutines, cpu.Round(time.Microsecond),
-				trainer.Round(time.Microsecond), paced[i], (m.allocated-prev.allocated)/int64(n), 1000*float64(m.collections-prev.collections)/float64(n), closed)
-			prev = m
+				mb(m.heap/1024), mb(m.at.mem.rss), mb(m.at.mem.anon), mb(m.at.mem.file), m.at.goroutines, e.cpu.Round(time.Microsecond),
+				e.trainer.Round(time.Microsecond), e.paced(), e.allocated, 1000*e.collections, closed)
 		}
 		fmt.Fprintf(&b, "CPU/episode is the collector's over the part; trainer's is the part's trainer process's; ratio is the first over the second;\n"+
 			"alloc/episode is the collector's bytes allocated per episode, GCs/1k ep its own garbage collections per 1,000 (checkpoints' forced ones not counted)\n")
-		end := len(raw) - 1
-		fmt.Fprintf(&b, "CPU per episode, last part over the first: %.2f; read against the trainer's: %.2f\n", raw[end]/raw[0], paced[end]/paced[0])
+		end := len(parts) - 1
+		fmt.Fprintf(&b, "CPU per episode, last part over the first: %.2f; read against the trainer's: %.2f\n",
+			float64(parts[end].cpu)/float64(parts[0].cpu), parts[end].paced()/parts[0].paced())
 		if trend, ok := fitCPUTrend(samples); ok {
 			at := func(pct int) time.Duration { return trend.at(fig.checkpoints[end].rows * int64(pct) / 100) }
 			fmt.Fprintf(&b, "CPU per episode on the line through the load's %d intervals (each %.0f %% off it, weighted rms): %s at 10 %% of the rows, %s at 50 %%, %s at 100 %%: %.3f\n",
