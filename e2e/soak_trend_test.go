@@ -9,9 +9,11 @@ import (
 // cpuTrend is the collector's CPU per episode along a run as a straight
 // line over the rows landed so far. A part of the run read alone (the
 // first tenth is 48 s of the million-episode soak) moves by a tenth either
-// way with the machine's pace; a line fitted to every interval of the load
-// tells a cost that grows with the run from that noise, since it needs the
-// whole run to move together to tilt.
+// way with the machine's pace; the line, fitted to every interval of the
+// load, is moved little by a short stretch that ran fast or slow. A
+// slowdown that spreads along the run tilts it all the same, so it is a
+// smoother reading, not one against the machine: the trainer's CPU is that
+// (perEpisode.paced).
 type cpuTrend struct {
 	base, slope float64 // ns per row at no rows landed; its change per row landed
 	intervals   int     // the readings' intervals it was fitted to
