@@ -50,8 +50,10 @@ build_sync() {
 }
 
 # What go generate (mdatagen, pinned in internal/metadata/mdatagen/go.mod)
-# writes from metadata.yaml, relative to the root.
-GENERATED=(metadata.yaml internal/metadata internal/metadatatest generated_component_test.go generated_package_test.go documentation.md)
+# writes from the metadata.yaml files (the exporter's, the prime_status
+# extension's), relative to the root.
+GENERATED=(metadata.yaml internal/metadata internal/metadatatest generated_component_test.go generated_package_test.go documentation.md
+  primestatusextension/metadata.yaml primestatusextension/internal/metadata primestatusextension/generated_component_test.go primestatusextension/generated_package_test.go)
 
 # generated_sums: a checksum line for each file of GENERATED (a missing
 # path is no error: go generate may be the one to make it).

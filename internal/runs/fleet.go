@@ -24,6 +24,9 @@ type fleet interface {
 	// logging a failure. delivered and markDelivered are the run's
 	// delivered episodes.
 	load(ctx context.Context) ([]SavedRun, error)
+	// record reads the fleet's record of a run by key, taking no hold: a
+	// solo collector's fleet has none beyond its own run map.
+	record(ctx context.Context, runKey string) (SavedRun, bool)
 	save(ctx context.Context, r *run)
 	delivered(ctx context.Context, r *run, step int64, fps []uint64) ([]bool, error)
 	markDelivered(ctx context.Context, r *run, step int64, fps []uint64) error

@@ -161,6 +161,13 @@ func (f *redisFleet) hold(ctx context.Context, r *run) (string, error) {
 	return hold, nil
 }
 
+// record reads the fleet's record of a run without holding it; a
+// registry out of reach knows nothing.
+func (f *redisFleet) record(ctx context.Context, runKey string) (SavedRun, bool) {
+	sr, found, _, err := f.shared.Hold(ctx, runKey, "", 0)
+	return sr, err == nil && found
+}
+
 // unhold lets a push's hold go; one that cannot be let go expires.
 func (f *redisFleet) unhold(r *run, hold string) {
 	if hold == "" {

@@ -16,6 +16,8 @@ type solo struct{ records }
 func (*solo) start()                           {}
 func (s *solo) stop(ctx context.Context) error { return s.store.Close(ctx) }
 
+func (*solo) record(context.Context, string) (SavedRun, bool) { return SavedRun{}, false }
+
 func (*solo) hold(context.Context, *run) (string, error) { return "", nil }
 func (*solo) unhold(*run, string)                        {}
 func (*solo) holdRetry(string, int64)                    {}

@@ -182,6 +182,7 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 		g.fleet.unhold(r, hold)
 		r.release(g.now())
 		if rej, ok := errors.AsType[*reject.Rejection](err); ok {
+			r.refused(rej)
 			g.Tel.Reject(signal, rej.Reason, records)
 			g.Warn.Warn(string(rej.Reason)+"\x00"+ident.key(), "Rejected data: the run cannot be created, so it is dropped", zap.Stringer("run", ident), zap.String("signal", signal), zap.Error(err))
 			return Lease{}, ErrSkipped

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
 // errRunClosed marks data for a run that was already closed out.
@@ -36,6 +38,9 @@ type run struct {
 	team      string // the team it was created for; for an attached run, the configured one
 	refusal   error
 	refusedAt time.Time
+	// rejection is why the create was last refused, for status queries;
+	// it stays until the run has an id.
+	rejection *reject.Rejection
 	state     runState
 	end       End
 	endTimer  *time.Timer

@@ -11,7 +11,8 @@
 // generated_package_test.go after the directory that holds metadata.yaml, so
 // a checkout under any other name (CI clones into one) would get the wrong
 // package clause. mdatagen is therefore run on the file through a symlink,
-// named after the package, to that directory.
+// named after the package, to that directory (linkPackage). It is run on the
+// root package's metadata.yaml and on primestatusextension's.
 //
 // The version: mdatagen v0.165.0 (the collector's) is not served by the
 // module proxy; v0.161.0 is the newest that is, and it requires
@@ -57,8 +58,8 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	link := filepath.Join(tmp, os.Args[2])
-	if err := os.Symlink(filepath.Dir(yml), link); err != nil {
+	link, err := linkPackage(tmp, filepath.Dir(yml), os.Args[2])
+	if err != nil {
 		return err
 	}
 	// go tool from this directory (go run -C put us here): the version in
@@ -66,4 +67,38 @@ func run() error {
 	cmd := exec.Command("go", "tool", "mdatagen", filepath.Join(link, filepath.Base(yml)))
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
+}
+
+// linkPackage links dir into tmp under the package's name and returns the
+// link. mdatagen takes the import path from the go.mod above the file, so a
+// package below the module's root (an extension in a directory of its own)
+// is linked at its place under a link to the module's go.mod.
+func linkPackage(tmp, dir, pkg string) (string, error) {
+	root := dir
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			return "", fmt.Errorf("no go.mod above %s", dir)
+		}
+		root = parent
+	}
+	if root == dir {
+		link := filepath.Join(tmp, pkg)
+		return link, os.Symlink(dir, link)
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		return "", err
+	}
+	link := filepath.Join(tmp, filepath.Dir(rel), pkg)
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.Symlink(filepath.Join(root, "go.mod"), filepath.Join(tmp, "go.mod")); err != nil {
+		return "", err
+	}
+	return link, os.Symlink(dir, link)
 }
