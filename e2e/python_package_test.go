@@ -30,6 +30,7 @@ var packageSets = map[string]string{
 	"prime-otel-monitor": "python/examples/prime_rl_orchestrator.py",
 	"prime-otel-eval":    "python/examples/eval.py",
 	"prime-otel-crash":   "python/examples/crash.py",
+	"prime-otel-late":    "python/examples/late_collector.py",
 }
 
 // A recording is of the package as it is in the tree: every source file of
@@ -92,6 +93,7 @@ type packageWire struct {
 	timeRows  map[uint64]map[string]float64 // prime.metrics events without one, by time
 	episodes  map[int64][]map[string]any    // native documents by run.work.step
 	ends      []wireRecord
+	starts    int // prime.run.start events (init()'s, sent as OTLP/JSON)
 }
 
 func readPackageWire(t *testing.T, set string) packageWire {
@@ -102,6 +104,10 @@ func readPackageWire(t *testing.T, set string) packageWire {
 		body, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if strings.HasSuffix(f, "-logs.json") {
+			w.starts += readStartEvents(t, f, body)
+			continue
 		}
 		if !strings.HasSuffix(f, "-logs.pb") {
 			t.Fatalf("%s: prime_otel sends events only", f)
@@ -131,7 +137,14 @@ func readPackageWire(t *testing.T, set string) packageWire {
 					w.timeRows[r.Time] = values
 				}
 			case "prime.episode":
-				doc := wireJSON(r.Body).(map[string]any)
+				text, ok := r.Body.(string)
+				if !ok {
+					t.Fatalf("%s: an episode body is %T, want the JSON text prime_otel makes at the call", f, r.Body)
+				}
+				var doc map[string]any
+				if err := json.Unmarshal([]byte(text), &doc); err != nil {
+					t.Fatalf("%s: an episode body that is not a JSON object: %v", f, err)
+				}
 				step := int64(doc["run"].(map[string]any)["work"].(map[string]any)["step"].(float64))
 				if s, ok := wireGet(r.Attrs, "prime.work.step"); ok && s.(int64) != step {
 					t.Fatalf("%s: an episode of step %d carries prime.work.step %v", f, step, s)
@@ -145,6 +158,48 @@ func readPackageWire(t *testing.T, set string) packageWire {
 		}
 	}
 	return w
+}
+
+// readStartEvents reads init()'s request, OTLP/JSON written by the standard
+// library: one prime.run.start record and the run's resource.
+func readStartEvents(t *testing.T, f string, body []byte) int {
+	t.Helper()
+	var req struct {
+		ResourceLogs []struct {
+			Resource struct {
+				Attributes []struct {
+					Key string `json:"key"`
+				} `json:"attributes"`
+			} `json:"resource"`
+			ScopeLogs []struct {
+				LogRecords []struct {
+					EventName string `json:"eventName"`
+				} `json:"logRecords"`
+			} `json:"scopeLogs"`
+		} `json:"resourceLogs"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("%s: not OTLP/JSON: %v", f, err)
+	}
+	n := 0
+	for _, rl := range req.ResourceLogs {
+		if !slices.ContainsFunc(rl.Resource.Attributes, func(a struct {
+			Key string `json:"key"`
+		}) bool {
+			return a.Key == "prime.run.key" || a.Key == "prime.run.id"
+		}) {
+			t.Fatalf("%s: a start event whose resource names no run", f)
+		}
+		for _, sl := range rl.ScopeLogs {
+			for _, lr := range sl.LogRecords {
+				if lr.EventName != "prime.run.start" {
+					t.Fatalf("%s: a JSON request holds %q, want only prime.run.start", f, lr.EventName)
+				}
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // wireNumber is a metric value as the package must send it: an int or a
@@ -303,8 +358,8 @@ func checkEpisodeRows(t *testing.T, c *collector, run rfttest.Run, w packageWire
 func TestThePrimeRunsTrainerOnPrimeOtelLandsWholeWithItsTimeKeyedRows(t *testing.T) {
 	t.Parallel()
 	w, p, c, run := replayTrainingRun(t, "prime-otel-trainer")
-	if run.Status != rfttest.StatusCompleted || len(w.ends) != 1 {
-		fatalf(t, c, "run %s ended %s after %d end events, want completed after 1", run.ID, run.Status, len(w.ends))
+	if run.Status != rfttest.StatusCompleted || len(w.ends) != 1 || w.starts != 1 {
+		fatalf(t, c, "run %s ended %s after %d start and %d end events, want completed after 1 and 1", run.ID, run.Status, w.starts, len(w.ends))
 	}
 	spec := fmt.Sprint(run.Spec)
 	for _, want := range []string{"base_model:Qwen/Qwen3-0.6B", "max_steps:20", "batch_size:4", "rollouts_per_example:4", "seq_len:2048", "name:gsm8k-demo", "id:gsm8k", "run_config:map[lr:0.000001 seed:7]"} {
@@ -378,6 +433,24 @@ func TestAPrimeOtelEvaluationLandsItsSamplesAndSummary(t *testing.T) {
 	}
 	if got := fmt.Sprint(e.Spec["tags"]); got != "[nightly]" {
 		fatalf(t, c, "the evaluation's tags are %s, want [nightly]", got)
+	}
+}
+
+// The trainer ran 30 s with no collector (scripts/record-python-fixture.sh
+// starts the recorder late): what it logged meanwhile waited in prime_otel's
+// queue and reached the collector once it came, every step of it.
+func TestATrainerThatStartedBeforeItsCollectorLandsWhole(t *testing.T) {
+	t.Parallel()
+	w, p, c, run := replayTrainingRun(t, "prime-otel-late")
+	if run.Status != rfttest.StatusCompleted || len(w.ends) != 1 {
+		fatalf(t, c, "run %s ended %s after %d end events, want completed after 1", run.ID, run.Status, len(w.ends))
+	}
+	if len(w.stepRows) != 20 {
+		t.Fatalf("the recording holds %d step rows, want the 20 logged before the collector came", len(w.stepRows))
+	}
+	checkMetricRows(t, c, p, run, w)
+	if n := checkEpisodeRows(t, c, run, w); n != 16 {
+		fatalf(t, c, "%d rows, want 16 (4 episodes at each of steps 5, 10, 15, 20)", n)
 	}
 }
 

@@ -417,7 +417,7 @@ func normJSON(v any) any {
 	return out
 }
 
-var fixtureName = regexp.MustCompile(`^(\d{3})-(logs|metrics)\.pb$`)
+var fixtureName = regexp.MustCompile(`^(\d{3})-(logs|metrics)\.(pb|json)$`)
 
 // fixtureFiles lists a set's request bodies in send order, checking the
 // numbering has no gap.
@@ -429,10 +429,10 @@ func fixtureFiles(t *testing.T, dir string) []string {
 	}
 	var files []string
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".pb") {
+		if strings.HasSuffix(e.Name(), ".pb") || strings.HasSuffix(e.Name(), ".json") {
 			m := fixtureName.FindStringSubmatch(e.Name())
 			if m == nil {
-				t.Fatalf("%s/%s is not named NNN-logs.pb or NNN-metrics.pb", dir, e.Name())
+				t.Fatalf("%s/%s is not named NNN-logs.pb, NNN-logs.json or NNN-metrics.pb", dir, e.Name())
 			}
 			if n, _ := strconv.Atoi(m[1]); n != len(files)+1 {
 				t.Fatalf("%s/%s: the files are not numbered 001, 002, … without a gap", dir, e.Name())
@@ -453,12 +453,15 @@ func postFixture(t *testing.T, c *collector, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	route := "/v1/metrics"
-	if strings.HasSuffix(path, "-logs.pb") {
+	route, contentType := "/v1/metrics", "application/x-protobuf"
+	if strings.Contains(filepath.Base(path), "-logs.") {
 		route = "/v1/logs"
 	}
+	if strings.HasSuffix(path, ".json") { // prime_otel's start event, sent as OTLP/JSON
+		contentType = "application/json"
+	}
 	client := &http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Post("http://"+c.addr+route, "application/x-protobuf", bytes.NewReader(body))
+	resp, err := client.Post("http://"+c.addr+route, contentType, bytes.NewReader(body))
 	if err != nil {
 		fatalf(t, c, "POST %s (%s): %v", route, path, err)
 	}

@@ -10,6 +10,8 @@
 #   prime-otel-monitor/    python/examples/prime_rl_orchestrator.py: OtelMonitor driven as prime-rl does, numpy values
 #   prime-otel-eval/       python/examples/eval.py: an evaluation with its summary
 #   prime-otel-crash/      python/examples/crash.py: a trainer that dies without finishing
+#   prime-otel-late/       python/examples/late_collector.py: a trainer that logs 20 steps over 30 s
+#                          before its collector (the recorder) starts
 #
 #   bash scripts/record-python-fixture.sh [set ...]     (default: every set)
 #
@@ -58,39 +60,57 @@ export PYTHONPATH
 version=$("$PYTHON" -c 'from opentelemetry.sdk.version import __version__; print(__version__)')
 [[ "$version" == "${OTEL_TAG#v}" ]] || { echo "the assembled SDK says $version, want ${OTEL_TAG#v}" >&2; exit 1; }
 
-# record <set> <run key> <script>: runs the script against a recorder and
-# stores what it sent, numbered in send order.
+# record <set> <run key> <script> [late seconds]: runs the script against a
+# recorder and stores what it sent, numbered in send order. With a delay, the
+# script starts first and the recorder that many seconds later, on the port
+# the script was given.
 record() {
-  local set=$1 key=$2 script=$3
+  local set=$1 key=$2 script=$3 late=${4:-0}
   local out="$FIXTURES/$set" portfile="$WORK/recorder.port"
   log "recording $script into $out"
   mkdir -p "$out"
-  rm -f "$out"/*.pb "$portfile"
-  "$PYTHON" "$ROOT/scripts/otlp_recorder.py" "$out" "$portfile" &
+  rm -f "$out"/*.pb "$out"/*.json "$portfile"
+  local port=0 trainer=""
+  if ((late > 0)); then
+    port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    start_trainer "$script" "$key" "$port" &
+    trainer=$!
+    log "the trainer runs with no collector for ${late}s"
+    sleep "$late"
+  fi
+  "$PYTHON" "$ROOT/scripts/otlp_recorder.py" "$out" "$portfile" "$port" &
   local recorder=$!
   trap 'kill "$recorder" 2>/dev/null || true' EXIT
   for _ in $(seq 100); do [[ -s "$portfile" ]] && break; sleep 0.05; done
   [[ -s "$portfile" ]] || { echo "the recorder did not start" >&2; exit 1; }
-  # A crash is what one set records: its exit status is not this script's.
-  (cd "$(dirname "$script")" && env -u RANK -u RUN_ID -u PRIME_RUN_ID \
-    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$(cat "$portfile")" PRIME_RUN_KEY="$key" \
-    PYTHONPATH="$PYTHONPATH:$ROOT/python/src" "$PYTHON" "$script") || log "$script exited with $?"
+  if [[ -n "$trainer" ]]; then
+    wait "$trainer" || log "$script exited with $?"
+  else
+    start_trainer "$script" "$key" "$(cat "$portfile")"
+  fi
   kill -TERM "$recorder"
   wait "$recorder"
   trap - EXIT
   ls -l "$out" >&2
 }
 
+start_trainer() { # script key port
+  # A crash is what one set records: its exit status is not this script's.
+  (cd "$(dirname "$1")" && env -u RANK -u RUN_ID -u PRIME_RUN_ID -u PRIME_STATUS_ENDPOINT \
+    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$3" PRIME_RUN_KEY="$2" \
+    PYTHONPATH="$PYTHONPATH:$ROOT/python/src" "$PYTHON" "$1") || log "$1 exited with $?"
+}
+
 # The package's sources and the example: a change to any of them fails
 # e2e/python_package_test.go until the set is recorded again.
 package=(python/src/prime_otel/*.py python/examples/episodes.py)
-record_example() { # set key example.py
-  record "$1" "$2" "$ROOT/python/examples/$3"
+record_example() { # set key example.py [late seconds]
+  record "$1" "$2" "$ROOT/python/examples/$3" "${4:-0}"
   (cd "$ROOT" && sha256sum "python/examples/$3" "${package[@]}") >"$FIXTURES/$1/source.sha256"
 }
 
 sets=("$@")
-[[ ${#sets[@]} -gt 0 ]] || sets=(docs-trainer prime-otel-trainer prime-otel-monitor prime-otel-eval prime-otel-crash)
+[[ ${#sets[@]} -gt 0 ]] || sets=(docs-trainer prime-otel-trainer prime-otel-monitor prime-otel-eval prime-otel-crash prime-otel-late)
 for set in "${sets[@]}"; do
   case $set in
   docs-trainer)
@@ -101,6 +121,7 @@ for set in "${sets[@]}"; do
   prime-otel-monitor) record_example "$set" py-otel-monitor prime_rl_orchestrator.py ;;
   prime-otel-eval) record_example "$set" py-otel-eval eval.py ;;
   prime-otel-crash) record_example "$set" py-otel-crash crash.py ;;
+  prime-otel-late) record_example "$set" py-otel-late late_collector.py 30 ;;
   *) echo "no fixture set $set" >&2; exit 2 ;;
   esac
 done

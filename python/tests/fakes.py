@@ -7,21 +7,27 @@ import os
 from typing import Any, Dict, List, Optional
 from unittest import mock
 
+from prime_otel import _delivery, _otel, _status
+
 
 class FakePipeline:
-    def __init__(self, resource: Dict[str, Any], endpoint: str, owned: bool = True) -> None:
+    def __init__(self, resource: Dict[str, Any], endpoint: str, **options: Any) -> None:
         self.resource = resource
         self.endpoint = endpoint
-        self.owned = owned
+        self.options = options
         self.log: List[tuple] = []  # ("emit", event, attributes, body, ts) | ("flush",) | ("shutdown",)
         self.flush_ok = True
+        self.dropped = 0
+        self.failed = 0
 
     def emit(self, event_name, attributes, body, timestamp_ns):
         self.log.append(("emit", event_name, dict(attributes), body, timestamp_ns))
 
     def flush(self, timeout):
         self.log.append(("flush",))
-        return self.flush_ok
+        if self.flush_ok:
+            return _delivery.FlushResult(True)
+        return _delivery.FlushResult(False, 3, {"prime.episode": 2, "prime.run.end": 1}, "connection refused")
 
     def shutdown(self):
         self.log.append(("shutdown",))
@@ -31,26 +37,39 @@ class FakePipeline:
 
 
 class FakeOtel:
-    """Stands in for the prime_otel._otel module."""
+    """Stands in for the prime_otel._otel module (the SDK), and answers
+    init()'s check of the run with ``answer`` (the status route's state)."""
+
+    logs_url = staticmethod(_otel.logs_url)
+    _delivery = _delivery
 
     def __init__(self) -> None:
         self.opened: List[FakePipeline] = []
+        self.answer = _status.RunInfo("running")
+        self.checks: List[Dict[str, Any]] = []
 
-    def open_pipeline(self, resource_attributes, endpoint):
-        p = FakePipeline(dict(resource_attributes), endpoint)
+    def open_pipeline(self, resource_attributes, endpoint, **options):
+        p = FakePipeline(dict(resource_attributes), endpoint, **options)
         self.opened.append(p)
         return p
 
+    def check(self, resource, **kwargs):
+        self.checks.append({"resource": dict(resource), **kwargs})
+        return self.answer
+
 
 @contextlib.contextmanager
-def patched(env: Optional[Dict[str, str]] = None):
+def patched(env: Optional[Dict[str, str]] = None, ask_collector: bool = False):
     """A clean environment (only ``env``'s run variables) and a recording SDK;
-    atexit hooks registered meanwhile are not left behind for the real exit."""
+    atexit hooks registered meanwhile are not left behind for the real exit.
+    init()'s check of the run answers ``fake.answer``, unless ``ask_collector``
+    leaves it to the real one (which asks the collector over HTTP)."""
     fake = FakeOtel()
     keep = {k: v for k, v in os.environ.items() if not _run_variable(k)}
     keep.update(env or {})
-    with mock.patch.dict(os.environ, keep, clear=True), mock.patch("prime_otel.run._otel", fake), \
-            mock.patch("prime_otel.run.atexit") as fake_atexit:
+    check = mock.patch("prime_otel._status.check", fake.check) if not ask_collector else contextlib.nullcontext()
+    with mock.patch.dict(os.environ, keep, clear=True), mock.patch("prime_otel.run._otel", fake), check, \
+            mock.patch("prime_otel.run.atexit") as fake_atexit, mock.patch("prime_otel.run.Run.install_signal_handlers"):
         fake.atexit = fake_atexit
         yield fake
 
@@ -94,3 +113,47 @@ class Episode:
 
     def to_record(self) -> Dict[str, Any]:
         return self._record
+
+
+class WirePipeline:
+    """A pipeline with the package's real queue and transport, and JSON in
+    place of the SDK's protobuf encoding: what a test needs to see records
+    cross a real connection (to tests/collector.py's stand-in) without the SDK."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        import json
+
+        from prime_otel import _transport
+
+        transport = _transport.Transport(url + "/v1/logs")
+
+        def send(items, timeout):
+            body = json.dumps([{"pid": os.getpid(), **item.record} for item in items]).encode()
+            return transport.post(body, "application/json", timeout)
+
+        self.delivery = _delivery.Delivery(send, backoff_first=0.02, backoff_max=0.1, **options)
+
+    def emit(self, event_name, attributes, body, timestamp_ns):
+        self.delivery.put({"event": event_name, "attributes": dict(attributes), "body": body}, 100, event_name,
+                          essential=event_name in _otel.ESSENTIAL_EVENTS)
+
+    def flush(self, timeout):
+        return self.delivery.flush(timeout)
+
+    def shutdown(self):
+        self.delivery.close()
+
+    @property
+    def dropped(self):
+        return self.delivery.dropped
+
+    @property
+    def failed(self):
+        return self.delivery.failed
+
+
+def sent_records(collector) -> List[Dict[str, Any]]:
+    """Every record WirePipelines sent to ``collector`` and it took, in arrival order."""
+    import json
+
+    return [r for post in collector.posts() if post.get("answered") == 200 for r in json.loads(post["body"])]

@@ -14,7 +14,7 @@ from .fakes import patched
 class InitDescribesTheRunToTheCollector(unittest.TestCase):
     def test_a_training_run_names_its_key_model_environments_and_training_as_resource_attributes(self):
         with patched({"PRIME_RUN_KEY": "k-1", "PRIME_TEAM_ID": "team-9"}) as otel:
-            pr.init(
+            pr.init(kind="train",
                 model="Qwen/Qwen3-0.6B",
                 name="gsm8k-run",
                 environments=["gsm8k", "primeintellect/vf-math", {"name": "wiki", "version_id": "v3"}],
@@ -43,7 +43,7 @@ class InitDescribesTheRunToTheCollector(unittest.TestCase):
         ]
         for env, arg, want in cases:
             with self.subTest(env=env, arg=arg), patched({"PRIME_RUN_KEY": "k", **env}) as otel:
-                pr.init(endpoint=arg)
+                pr.init(kind="train", endpoint=arg)
                 self.assertEqual(otel.opened[0].endpoint, want)
 
     def test_a_config_file_is_sent_byte_for_byte_as_the_platform_sdk_stores_it(self):
@@ -52,7 +52,7 @@ class InitDescribesTheRunToTheCollector(unittest.TestCase):
             with open(path, "w") as f:
                 f.write("# comment\nmax_steps = 20\n")
             with patched({"PRIME_RUN_KEY": "k"}) as otel:
-                run = pr.init(config=path)
+                run = pr.init(kind="train", config=path)
         sent = json.loads(otel.opened[0].resource["prime.run.config"])
         self.assertEqual(sent, {"config_source": {"format": "toml", "text": "# comment\nmax_steps = 20\n", "filename": "rl.toml"}})
         self.assertEqual(run.config_source.text, "# comment\nmax_steps = 20\n")
@@ -75,7 +75,7 @@ class WhichRun(unittest.TestCase):
         ]
         for env, arg, want in cases:
             with self.subTest(env=env, arg=arg), patched(env) as otel:
-                run = pr.init(id=arg)
+                run = pr.init(kind="train", id=arg)
                 self.assertEqual((run.id, run.attached, run.key), (want, True, None))
                 self.assertEqual(otel.opened[0].resource["prime.run.id"], want)
                 self.assertNotIn("prime.run.key", otel.opened[0].resource)
@@ -89,7 +89,7 @@ class WhichRun(unittest.TestCase):
     def test_without_a_key_rank_0_draws_one_prints_it_and_hands_it_to_the_processes_it_starts(self):
         err = io.StringIO()
         with patched() as otel, redirect_stderr(err):
-            run = pr.init()
+            run = pr.init(kind="train")
             self.assertEqual(os.environ["PRIME_RUN_KEY"], run.key)
         self.assertTrue(run.key.startswith("run-"))
         self.assertIn(run.key, err.getvalue())
@@ -99,12 +99,12 @@ class WhichRun(unittest.TestCase):
         for var in ("RANK", "DP_RANK", "LOCAL_RANK"):
             with self.subTest(var=var), patched({var: "3"}):
                 with self.assertRaisesRegex(pr.ConfigurationError, "PRIME_RUN_KEY"):
-                    pr.init()
+                    pr.init(kind="train")
 
     def test_every_rank_with_the_shared_key_sends_to_the_same_run(self):
         for rank in ("0", "1", "7"):
             with self.subTest(rank=rank), patched({"RANK": rank, "PRIME_RUN_KEY": "shared"}) as otel:
-                run = pr.init()
+                run = pr.init(kind="train")
                 self.assertEqual((run.rank, otel.opened[0].resource["prime.run.key"]), (int(rank), "shared"))
 
 
@@ -121,7 +121,7 @@ class BadArguments(unittest.TestCase):
         for kwargs, named in cases:
             with self.subTest(kwargs=kwargs), patched({"PRIME_RUN_KEY": "k"}):
                 with self.assertRaisesRegex((pr.PrimeRunsError, TypeError), named):
-                    pr.init(**kwargs)
+                    pr.init(**{"kind": "train", **kwargs})
 
     def test_an_environment_needs_a_name_slug_or_id(self):
         with self.assertRaises(ValueError):
@@ -129,7 +129,7 @@ class BadArguments(unittest.TestCase):
 
     def test_the_api_key_is_accepted_for_the_platform_sdks_signature_and_never_sent(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
-            pr.init(api_key="sk-secret", base_url="https://api.example")
+            pr.init(kind="train", api_key="sk-secret", base_url="https://api.example")
         self.assertNotIn("sk-secret", repr(otel.opened[0].resource))
 
 
@@ -138,7 +138,7 @@ class DisabledMode(unittest.TestCase):
         for how in ({"mode": "disabled"}, {}):
             env = {"PRIME_RUN_KEY": "k"} if how else {"PRIME_RUN_KEY": "k", "PRIME_RUNS_MODE": "DISABLED"}
             with self.subTest(how=how), patched(env) as otel:
-                run = pr.init(**how)
+                run = pr.init(kind="train", **how)
                 run.log_metrics({"loss": 1.0}, step=1)
                 run.log_episodes([{"prompt": "p"}], step=1)
                 run.finish()

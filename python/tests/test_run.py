@@ -1,3 +1,4 @@
+import json
 import os
 import unittest
 
@@ -10,7 +11,7 @@ from .fakes import Episode, NumpyArray, NumpyScalar, patched
 class LogMetrics(unittest.TestCase):
     def test_one_call_is_one_prime_metrics_event_with_its_step_and_plain_values(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
-            run = pr.init()
+            run = pr.init(kind="train")
             run.log_metrics({"loss": NumpyScalar(0.5), "reward": {"mean": 1, "max": NumpyScalar(2)}, "warm": True}, step=NumpyScalar(3))
         (_, name, attributes, body, ts), = otel.opened[0].events()
         self.assertEqual((name, attributes, body), ("prime.metrics", {"prime.step": 3}, {"loss": 0.5, "reward/mean": 1, "reward/max": 2, "warm": 1}))
@@ -18,7 +19,7 @@ class LogMetrics(unittest.TestCase):
 
     def test_with_no_step_the_row_is_keyed_by_its_time_and_carries_no_step(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
-            run = pr.init()
+            run = pr.init(kind="train")
             run.log_metrics({"inference/throughput": 12.5})
             run.log_metrics({"x": 1.0, "_timestamp": 1767225600.5})
         (_, _, a1, b1, _), (_, _, a2, b2, ts2) = otel.opened[0].events()
@@ -27,12 +28,12 @@ class LogMetrics(unittest.TestCase):
 
     def test_a_step_inside_the_values_is_the_rows_step_as_in_the_platform_sdk(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
-            pr.init().log_metrics({"step": 7, "loss": 1.0})
+            pr.init(kind="train").log_metrics({"step": 7, "loss": 1.0})
         self.assertEqual(otel.opened[0].events()[0][2:4], ({"prime.step": 7}, {"loss": 1.0}))
 
     def test_non_finite_and_non_numeric_values_are_dropped_and_named_in_one_warning_each(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel, self.assertLogs("prime_otel", "WARNING") as logs:
-            pr.init().log_metrics({"loss": float("nan"), "kl": float("inf"), "ok": 1.0, "note": "text"}, step=1)
+            pr.init(kind="train").log_metrics({"loss": float("nan"), "kl": float("inf"), "ok": 1.0, "note": "text"}, step=1)
         self.assertEqual(otel.opened[0].events()[0][3], {"ok": 1.0})
         self.assertEqual(len(logs.output), 2)
         self.assertIn("loss, kl", logs.output[0])
@@ -40,14 +41,14 @@ class LogMetrics(unittest.TestCase):
 
     def test_a_call_left_with_no_values_sends_nothing(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel, self.assertLogs("prime_otel", "WARNING"):
-            pr.init().log_metrics({"loss": float("nan")}, step=1)
+            pr.init(kind="train").log_metrics({"loss": float("nan")}, step=1)
         self.assertEqual(otel.opened[0].events(), [])
 
     def test_a_step_that_is_not_an_integer_is_refused_at_the_call(self):
         for step in (1.5, "3", True):
             with self.subTest(step=step), patched({"PRIME_RUN_KEY": "k"}):
                 with self.assertRaisesRegex(TypeError, "step"):
-                    pr.init().log_metrics({"loss": 1.0}, step=step)
+                    pr.init(kind="train").log_metrics({"loss": 1.0}, step=step)
 
     def test_log_is_log_metrics(self):
         self.assertIs(pr.Run.log, pr.Run.log_metrics)
@@ -59,22 +60,29 @@ class LogMetrics(unittest.TestCase):
 
 
 class LogEpisodes(unittest.TestCase):
-    def test_episodes_and_mappings_become_prime_episode_events_with_plain_bodies(self):
+    def test_episodes_become_prime_episode_events_whose_body_is_their_json_text_made_at_the_call(self):
         native = {"traces": [{"reward": NumpyScalar(1.0)}], "run": {"work": {"step": NumpyScalar(10)}}}
         plain_map = {"prompt": "p", "reward": NumpyScalar(0.25), "info": {"ids": NumpyArray([1, 2]), "pair": (1, 2)}}
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
-            run = pr.init()
+            run = pr.init(kind="train")
             run.log_episodes([Episode(native)])
             run.log_episodes([plain_map], step=20)
             run.log_samples(plain_map, step=NumpyScalar(30))
         events = otel.opened[0].events("prime.episode")
         self.assertEqual([e[2] for e in events], [{}, {"prime.work.step": 20}, {"prime.work.step": 30}])
-        self.assertEqual(events[0][3], {"traces": [{"reward": 1.0}], "run": {"work": {"step": 10}}})
-        self.assertEqual(events[1][3], {"prompt": "p", "reward": 0.25, "info": {"ids": [1, 2], "pair": [1, 2]}})
+        self.assertEqual(events[0][3], '{"traces":[{"reward":1.0}],"run":{"work":{"step":10}}}')
+        self.assertEqual(json.loads(events[1][3]), {"prompt": "p", "reward": 0.25, "info": {"ids": [1, 2], "pair": [1, 2]}})
+
+    def test_an_episode_changed_after_the_call_is_sent_as_it_was_at_the_call(self):
+        episode = {"prompt": "p", "reward": 1.0}
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            pr.init(kind="train").log_episodes([episode], step=0)
+            episode["reward"] = 0.0
+        self.assertEqual(json.loads(otel.opened[0].events()[0][3])["reward"], 1.0)
 
     def test_something_that_is_neither_an_episode_nor_a_mapping_is_skipped_and_named(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel, self.assertLogs("prime_otel", "WARNING") as logs:
-            pr.init().log_episodes([42, {"prompt": "ok"}], step=0)
+            pr.init(kind="train").log_episodes([42, {"prompt": "ok"}], step=0)
         self.assertEqual(len(otel.opened[0].events()), 1)
         self.assertIn("int", logs.output[0])
 
@@ -89,16 +97,16 @@ class LogEpisodes(unittest.TestCase):
 
 
 class Finish(unittest.TestCase):
-    def test_finish_flushes_every_event_before_the_end_then_shuts_down(self):
+    def test_finish_queues_the_end_after_every_event_then_flushes_and_shuts_down(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
-            run = pr.init()
+            run = pr.init(kind="train")
             run.log_metrics({"loss": 1.0}, step=1)
             run.finish()
             run.finish(status="failed")  # idempotent: the first status counts
         log = otel.opened[0].log
         self.assertEqual([e[0] if e[0] != "emit" else e[1] for e in log],
-                         ["prime.metrics", "flush", "prime.run.end", "flush", "shutdown"])
-        self.assertEqual(log[2][2], {"prime.run.status": "completed"})
+                         ["prime.metrics", "prime.run.end", "flush", "shutdown"])
+        self.assertEqual(log[1][2], {"prime.run.status": "completed"})
         self.assertEqual(run.status, pr.RunStatus.COMPLETED)
         otel.atexit.unregister.assert_called_once()
 
@@ -126,13 +134,14 @@ class Finish(unittest.TestCase):
         cases = [
             (failed, {"prime.run.status": "failed", "prime.run.error": "ValueError: bad reward"}),
             (raised, {"prime.run.status": "failed", "prime.run.error": "RuntimeError: boom"}),
-            (interrupted, {"prime.run.status": "cancelled", "prime.run.error": "interrupted"}),
+            # prime_runs reports Ctrl-C as crashed, not failed: stopped from outside.
+            (interrupted, {"prime.run.status": "crashed", "prime.run.error": "interrupted"}),
             (exited, {"prime.run.status": "crashed", "prime.run.error": "process exited without finishing the run"}),
             (clean, {"prime.run.status": "completed"}),
         ]
         for end, want in cases:
             with self.subTest(end=end.__name__), patched({"PRIME_RUN_KEY": "k"}) as otel:
-                run = pr.init()
+                run = pr.init(kind="train")
                 try:
                     end(run)
                 except (RuntimeError, KeyboardInterrupt):
@@ -141,7 +150,7 @@ class Finish(unittest.TestCase):
 
     def test_only_rank_0_ends_the_run_the_others_just_flush(self):
         with patched({"PRIME_RUN_KEY": "k", "RANK": "2"}) as otel:
-            run = pr.init()
+            run = pr.init(kind="train")
             run.log_metrics({"loss": 1.0}, step=1)
             run._on_process_exit()
         self.assertEqual(otel.opened[0].events("prime.run.end"), [])
@@ -149,7 +158,7 @@ class Finish(unittest.TestCase):
 
     def test_a_forked_child_keeps_logging_into_the_run_but_never_ends_it(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
-            run = pr.init()
+            run = pr.init(kind="train")
             read, write = os.pipe()
             pid = os.fork()
             if pid == 0:  # the child: report what it emitted through the pipe, then leave at once
@@ -171,25 +180,34 @@ class Finish(unittest.TestCase):
             run = pr.init(kind="eval")
             run.update_summary({"avg_error": 0.0})
             run.finish(summary={"avg_reward": NumpyScalar(0.5), "avg_metrics": {"acc": 0.75}, "label": "x", "bad": float("nan")})
-        self.assertIn("bad, label", logs.output[0])
+        self.assertIn("label", logs.output[0])
+        self.assertNotIn("bad", run.summary)  # NaN is dropped from the summary, as prime_runs drops it
         metrics, end = otel.opened[0].events()
         self.assertEqual(metrics[1:4], ("prime.metrics", {}, {"avg_error": 0.0, "avg_reward": 0.5, "avg_metrics/acc": 0.75}))
         self.assertEqual(end[1], "prime.run.end")
 
     def test_logging_after_finish_is_refused(self):
         with patched({"PRIME_RUN_KEY": "k"}):
-            run = pr.init()
+            run = pr.init(kind="train")
             run.finish()
             with self.assertRaises(pr.RunFinishedError):
                 run.log_metrics({"x": 1.0}, step=1)
 
     def test_under_on_error_raise_an_undelivered_flush_raises_at_finish(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
-            run = pr.init(on_error="raise")
+            run = pr.init(kind="train", on_error="raise")
             otel.opened[0].flush_ok = False
-            with self.assertRaisesRegex(pr.PrimeRunsError, "did not reach the collector"):
+            with self.assertRaisesRegex(pr.DeliveryError, r"3 records did not reach the collector .*2 episodes, 1 the end event.*connection refused") as raised:
                 run.finish()
         self.assertTrue(run.finished)
+        self.assertEqual(raised.exception.undelivered, 3)
+
+    def test_an_undelivered_flush_warns_and_says_false_under_warn(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel, self.assertLogs("prime_otel", "WARNING") as logs:
+            run = pr.init(kind="train")
+            otel.opened[0].flush_ok = False
+            self.assertFalse(run.flush(timeout=1))
+        self.assertIn("3 records did not reach the collector within 1 s of flush()", logs.output[0])
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ OpenTelemetry Collector with the prime exporter.
     import prime_otel as pr
 
     run = pr.init(kind="train", model="Qwen/Qwen3-0.6B", environments=["gsm8k"])
+    print(run.url)
     for step in range(steps):
         run.log_metrics({"loss": loss, "reward/mean": reward}, step=step)
         run.log_episodes(episodes, step=step)
@@ -15,7 +16,22 @@ A trainer written for ``prime_runs`` changes only its import.
 __version__ = "0.1.0"
 
 from . import metrics, values
-from .errors import ConfigurationError, PrimeRunsError, RunFinishedError
+from .errors import (
+    APIError,
+    APITimeoutError,
+    ConfigurationError,
+    DeliveryError,
+    EnvironmentResolutionError,
+    ForbiddenError,
+    NotFoundError,
+    PaymentRequiredError,
+    PrimeRunsError,
+    RetryableAPIError,
+    RunFinishedError,
+    TransportError,
+    UnauthorizedError,
+    is_transient,
+)
 from .models import CONFIG_SOURCE_KEY, ConfigSource, EnvironmentRef, RunKind, RunStatus, TrainingSpec
 from .run import MODE_ENV, Run, init
 
@@ -31,7 +47,18 @@ __all__ = [
     "MODE_ENV",
     "PrimeRunsError",
     "ConfigurationError",
+    "EnvironmentResolutionError",
     "RunFinishedError",
+    "DeliveryError",
+    "APIError",
+    "APITimeoutError",
+    "ForbiddenError",
+    "NotFoundError",
+    "PaymentRequiredError",
+    "RetryableAPIError",
+    "TransportError",
+    "UnauthorizedError",
+    "is_transient",
     "metrics",
     "values",
 ]

@@ -4,6 +4,11 @@ A forked child (a dataloader worker, a multiprocessing pool) inherits the
 run: it may keep logging into it, but it must never end it, because the
 parent's run is still going. ``register_at_fork`` cannot be undone, so the
 hook is installed once and runs are held weakly.
+
+A multiprocessing worker leaves through ``os._exit``, past every ``atexit``
+hook, and multiprocessing clears the exit finalizers it inherited when it
+starts. What such a worker queued is sent by a finalizer registered from
+multiprocessing's own after-fork callbacks, which run after that clearing.
 """
 
 import os
@@ -34,3 +39,18 @@ def _reset_all() -> None:
             run.reset_after_fork()
         except Exception:  # noqa: BLE001 - a fork hook must never raise
             pass
+
+
+def register_multiprocessing(run: Any) -> None:
+    """Have a multiprocessing child send what it queued when it exits."""
+    try:
+        from multiprocessing import util
+    except ImportError:  # pragma: no cover - every CPython has it
+        return
+    util.register_after_fork(run, _finalize_in_child)
+
+
+def _finalize_in_child(run: Any) -> None:
+    from multiprocessing import util
+
+    util.Finalize(run, run.flush_at_child_exit, exitpriority=10)

@@ -1,126 +1,147 @@
 """The one module that touches the OpenTelemetry SDK.
 
 Everything else in the package talks to a ``Pipeline``: emit an event, flush,
-shut down. The unit tests replace this module with a recording fake, so they
-run on a bare ``python3`` with no SDK installed; the real SDK is proven by the
-recordings replayed against the built collector.
+shut down, and the delivery counters. The unit tests replace this module with
+a recording fake, so they run on a bare ``python3`` with no SDK installed; the
+real SDK is proven by the recordings replayed against the built collector.
+
+What is the SDK's and what is ours: the SDK's ``LoggerProvider`` makes the
+records (resource, scope, timestamps, event names) and its OTLP encoder turns
+a batch into the protobuf request. In between, in place of the SDK's
+``BatchLogRecordProcessor`` and ``OTLPLogExporter``, a processor of ours hands
+each record to ``_delivery`` and ``_transport``: the SDK's pair gives a batch up
+after about 7 s of retries, drops the oldest records past 16,384, and reports
+a flush as done after a failed export, none of which a trainer can see.
 
 Why only logs: each ``log_metrics`` call is one ``prime.metrics`` event, so a
 row is exactly one call, as in the platform SDK. A metric instrument would
 aggregate per export interval and need delta temporality to avoid re-sending;
-an event has neither problem, and one provider means one flush before the end.
+an event has neither problem.
 """
 
+import copy
 import logging
-from typing import Any, Dict, Mapping, Sequence
+import os
+from collections.abc import Mapping
+from typing import Any, Dict, Optional, Sequence
+
+from . import _delivery, _transport
 
 logger = logging.getLogger("prime_otel")
 
-#: The collector's OTLP/HTTP receiver refuses a request body over 20 MiB by
-#: default (confighttp max_request_body_size). One export is kept under half of
-#: that, measured on the values sent, so protobuf framing never tips it over.
-MAX_EXPORT_BYTES = 8 * 1024 * 1024
-#: Records waiting for export; past it the SDK drops new ones with a warning.
-MAX_QUEUE = 16384
 IDENTITY_ATTRIBUTES = ("prime.run.key", "prime.run.id")
+PROTOBUF = "application/x-protobuf"
+#: Never dropped by a full queue: tiny, and the run's lifecycle rests on them.
+ESSENTIAL_EVENTS = ("prime.run.start", "prime.run.end")
 
 
 class Pipeline:
-    """An SDK logger and the provider behind it. ``owned`` is False for the
-    application's own provider, which is flushed but never shut down here."""
+    """An SDK logger whose records go through a ``Delivery`` queue."""
 
-    def __init__(self, provider: Any, owned: bool) -> None:
+    def __init__(self, provider: Any, delivery: _delivery.Delivery) -> None:
         from . import __version__
 
         self._provider = provider
-        self.owned = owned
+        self.delivery = delivery
         self._logger = provider.get_logger("prime_otel", __version__)
 
     def emit(self, event_name: str, attributes: Mapping[str, Any], body: Any, timestamp_ns: int) -> None:
-        self._logger.emit(
-            event_name=event_name,
-            attributes=dict(attributes) or None,
-            body=body,
-            timestamp=timestamp_ns,
+        self._logger.emit(event_name=event_name, attributes=dict(attributes) or None, body=body, timestamp=timestamp_ns)
+
+    def flush(self, timeout: float) -> _delivery.FlushResult:
+        return self.delivery.flush(timeout)
+
+    def shutdown(self) -> None:
+        self.delivery.close()
+
+    @property
+    def dropped(self) -> int:
+        return self.delivery.dropped
+
+    @property
+    def failed(self) -> int:
+        return self.delivery.failed
+
+
+class _Processor:
+    """The SDK's processor interface over a ``Delivery``. A record is copied
+    as the SDK's own batch processor copies it (the context dropped), sized
+    by its body, and queued."""
+
+    def __init__(self, delivery: _delivery.Delivery) -> None:
+        from opentelemetry.context import Context
+        from opentelemetry.sdk._logs import ReadableLogRecord
+
+        self._delivery = delivery
+        self._readable = ReadableLogRecord
+        self._context = Context
+
+    def on_emit(self, log_record: Any) -> None:
+        record = copy.copy(log_record.log_record)
+        record.context = self._context()
+        readable = self._readable(
+            log_record=record,
+            resource=log_record.resource,
+            instrumentation_scope=log_record.instrumentation_scope,
+            limits=log_record.limits,
         )
-
-    def flush(self, timeout: float) -> bool:
-        return bool(self._provider.force_flush(timeout_millis=int(max(0.0, timeout) * 1000)))
-
-    def shutdown(self) -> None:
-        if self.owned:
-            self._provider.shutdown()
-
-
-def open_pipeline(resource_attributes: Dict[str, Any], endpoint: str) -> Pipeline:
-    """The application's global SDK LoggerProvider when its resource already
-    names a run (it then decides where data goes); otherwise a provider of our
-    own, not installed globally, sending to ``endpoint``."""
-    from opentelemetry import _logs
-
-    app = _logs.get_logger_provider()
-    resource = getattr(app, "resource", None)
-    app_attributes = getattr(resource, "attributes", None) or {}
-    if any(app_attributes.get(name) for name in IDENTITY_ATTRIBUTES):
-        logger.info("prime_otel: using the application's LoggerProvider, whose resource names the run")
-        return Pipeline(app, owned=False)
-
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-    from opentelemetry.sdk.resources import Resource
-
-    provider = LoggerProvider(resource=Resource.create(resource_attributes), shutdown_on_exit=False)
-    exporter = SizedExporter(OTLPLogExporter(endpoint=endpoint.rstrip("/") + "/v1/logs"))
-    provider.add_log_record_processor(
-        BatchLogRecordProcessor(exporter, max_queue_size=MAX_QUEUE, max_export_batch_size=512)
-    )
-    return Pipeline(provider, owned=True)
-
-
-class SizedExporter:
-    """Splits an export batch so that no request outgrows the receiver's limit:
-    512 episodes of 200 KB are 100 MB, which the receiver would refuse whole."""
-
-    def __init__(self, inner: Any, limit: int = MAX_EXPORT_BYTES) -> None:
-        self._inner = inner
-        self._limit = limit
-
-    def export(self, batch: Sequence[Any]) -> Any:
-        # The SDK's result enum is compared by name so this class needs no SDK
-        # import of its own (and can be tested without one).
-        if not batch:
-            return self._inner.export(batch)
-        result = failed = None
-        for chunk in split(batch, self._limit, lambda r: size_of(getattr(r, "log_record", r).body)):
-            result = self._inner.export(chunk)
-            if getattr(result, "name", result) != "SUCCESS":
-                failed = result
-        return failed if failed is not None else result
+        kind = record.event_name or ""
+        self._delivery.put(readable, size_of(record.body) + 64, kind, essential=kind in ESSENTIAL_EVENTS)
 
     def shutdown(self) -> None:
-        self._inner.shutdown()
+        self._delivery.close()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self._inner.force_flush(timeout_millis)
+        return self._delivery.flush(timeout_millis / 1000).delivered
 
 
-def split(items: Sequence[Any], limit: int, size: Any) -> list:
-    """``items`` in order, cut into runs whose sizes sum to at most ``limit``
-    (a single item over it goes alone)."""
-    chunks: list = []
-    current: list = []
-    total = 0
-    for item in items:
-        n = size(item)
-        if current and total + n > limit:
-            chunks.append(current)
-            current, total = [], 0
-        current.append(item)
-        total += n
-    if current:
-        chunks.append(current)
-    return chunks
+def open_pipeline(
+    resource_attributes: Dict[str, Any],
+    endpoint: str,
+    *,
+    max_bytes: int = _delivery.DEFAULT_MAX_BYTES,
+    max_records: Optional[int] = None,
+) -> Pipeline:
+    """A provider of our own, not installed globally, sending to
+    ``endpoint``'s ``/v1/logs``. When the application's global provider has a
+    resource that names a run, that resource is taken over, so the run is the
+    one the application named."""
+    from opentelemetry import _logs
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk.resources import Resource
+
+    resource = Resource.create(resource_attributes)
+    app_resource = getattr(_logs.get_logger_provider(), "resource", None)
+    if app_resource is not None and any((app_resource.attributes or {}).get(n) for n in IDENTITY_ATTRIBUTES):
+        logger.info("prime_otel: the application's LoggerProvider names the run; its resource is used")
+        resource = resource.merge(app_resource)
+
+    url = logs_url(endpoint)
+    transport = _transport.Transport(
+        url,
+        headers=_transport.otlp_headers(os.environ),
+        compression=(os.environ.get("OTEL_EXPORTER_OTLP_LOGS_COMPRESSION") or os.environ.get("OTEL_EXPORTER_OTLP_COMPRESSION") or "none").strip().lower(),
+    )
+
+    def send(items: Sequence[_delivery.Item], timeout: float) -> _transport.Outcome:
+        body = encode_logs([item.record for item in items]).SerializeToString()
+        return transport.post(body, PROTOBUF, timeout)
+
+    delivery = _delivery.Delivery(send, max_bytes=max_bytes, max_records=max_records, where=f"the collector at {url}")
+    provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+    processor = _Processor(delivery)
+    provider.add_log_record_processor(processor)
+    return Pipeline(provider, delivery)
+
+
+def logs_url(endpoint: str) -> str:
+    """``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`` is the whole URL; any other
+    endpoint is a base that gets ``/v1/logs``, as the SDK does."""
+    signal = os.environ.get("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
+    if signal and endpoint == signal:
+        return signal
+    return endpoint.rstrip("/") + "/v1/logs"
 
 
 def size_of(value: Any) -> int:

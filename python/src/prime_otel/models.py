@@ -16,8 +16,10 @@ OnError = Literal["warn", "raise"]
 
 
 class RunStatus(str, Enum):
-    """How a run ended. ``failed``: the trainer said so; ``cancelled``: it was
-    interrupted; ``crashed``: the process exited without saying."""
+    """How a run ended. ``failed``: the trainer said so; ``crashed``: it was
+    stopped from outside its control flow (the process exited without saying,
+    a signal, Ctrl-C), as ``prime_runs`` reports those; ``cancelled`` is
+    accepted from a trainer that says so."""
 
     RUNNING = "running"
     COMPLETED = "completed"
@@ -131,6 +133,30 @@ class ConfigSource:
             raise ConfigurationError(f"config={str(path)!r} is not UTF-8 text") from exc
         return cls(text=text, format=_FORMATS.get(resolved.suffix.lower(), "text"), filename=resolved.name)
 
+    @classmethod
+    def from_mapping(cls, value: Mapping[str, Any]) -> Optional["ConfigSource"]:
+        """Rebuilt from its stored form (``to_dict``); ``None`` when the mapping is not one."""
+        text = value.get("text")
+        if not isinstance(text, str):
+            return None
+        raw_format, raw_filename = value.get("format"), value.get("filename")
+        return cls(text=text, format=str(raw_format) if raw_format else "toml", filename=str(raw_filename) if raw_filename else None)
+
+    @classmethod
+    def coerce(cls, value: Any) -> Optional["ConfigSource"]:
+        """What a caller gave as a config source: a ``ConfigSource``, its stored
+        mapping, or a path (a ``str`` is always a path, never inline text)."""
+        if value is None or isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            source = cls.from_mapping(value)
+            if source is None:
+                raise ValueError("a config source mapping must hold a 'text' string")
+            return source
+        if isinstance(value, (str, os.PathLike)):
+            return cls.from_file(value)
+        raise TypeError(f"a config source is a path, a ConfigSource or a mapping, got {type(value).__name__}")
+
 
 def normalize_config(value: Any) -> Dict[str, Any]:
     """A run's config as a dict: a mapping as given, a path (or ConfigSource)
@@ -150,7 +176,7 @@ def normalize_config(value: Any) -> Dict[str, Any]:
 class RunSpec:
     """``init()``'s arguments after checking: what the collector is told about the run."""
 
-    kind: RunKind = "train"
+    kind: RunKind = "eval"
     name: Optional[str] = None
     model: Optional[str] = None
     environments: list = field(default_factory=list)

@@ -2,19 +2,26 @@
 events to a collector with the prime exporter instead of to the platform.
 
 The collector holds the API key, creates the run, retries, queues and
-closes the run out; this process only says what happened, in three events:
-``prime.metrics`` (one per ``log_metrics`` call), ``prime.episode`` (one per
-episode) and ``prime.run.end`` (once, from rank 0 of the process tree that
-started the run). Which run they belong to is the resource's ``prime.run.key``
-(or ``prime.run.id`` to attach), shared by every rank and every forked child.
+closes the run out; this process only says what happened, in four events:
+``prime.run.start`` (at ``init()``, so the collector creates the run and can
+answer about it), ``prime.metrics`` (one per ``log_metrics`` call),
+``prime.episode`` (one per episode, as JSON text made at the call) and
+``prime.run.end`` (once, from rank 0 of the process that started the run).
+Which run they belong to is the resource's ``prime.run.key`` (or
+``prime.run.id`` to attach), shared by every rank and every forked child.
+
+What the trainer's thread pays is a snapshot: an episode is turned into JSON
+text at the call (one ``json.dumps``), a metrics row into a small dict. The
+rest (encoding, sending, retrying) happens on the delivery thread, which keeps
+every record until the collector acknowledged it (``_delivery``).
 """
 
-import asyncio
 import atexit
 import json
 import logging
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -22,8 +29,18 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
-from . import _fork, _otel
-from .errors import ConfigurationError, PrimeRunsError, RunFinishedError
+from . import _fork, _otel, _status, _transport
+from .errors import (
+    APIError,
+    ConfigurationError,
+    DeliveryError,
+    EnvironmentResolutionError,
+    ForbiddenError,
+    NotFoundError,
+    PaymentRequiredError,
+    RunFinishedError,
+    UnauthorizedError,
+)
 from .models import (
     CONFIG_SOURCE_KEY,
     ConfigSource,
@@ -36,7 +53,7 @@ from .models import (
     TrainingSpec,
     normalize_config,
 )
-from .values import plain, scalars
+from .values import drop_non_finite, finite, json_text, plain, scalars
 
 logger = logging.getLogger("prime_otel")
 
@@ -45,20 +62,33 @@ KEY_ENV = "PRIME_RUN_KEY"
 ID_ENVS = ("PRIME_RUN_ID", "RUN_ID")
 TEAM_ENV = "PRIME_TEAM_ID"
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
+LOGS_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"
+STATUS_ENV = "PRIME_STATUS_ENDPOINT"
+QUEUE_BYTES_ENV = "PRIME_OTEL_QUEUE_BYTES"
 DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
 RANK_ENVS = ("RANK", "DP_RANK", "LOCAL_RANK")
 #: How long ``finish()`` waits for queued events to reach the collector. The
-#: collector's queue then owns them: this is a hand-off, not the upload.
+#: collector's queue then owns them: this is a hand-off, not the upload, so
+#: it is shorter than ``prime_runs``'s 300 s (one upload's timeout there).
 DEFAULT_FINISH_TIMEOUT = 30.0
+#: How long ``init()`` waits for the collector to say what became of the run.
+#: The collector's queue hands a request on within its batch flush_timeout
+#: (5 s by default), and the create is one platform call after that.
+DEFAULT_INIT_TIMEOUT = 20.0
 
 EVENT_METRICS = "prime.metrics"
 EVENT_EPISODE = "prime.episode"
 EVENT_END = "prime.run.end"
 
+#: Run keys this process put into PRIME_RUN_KEY, with the pid that did: a key
+#: this very process exported belongs to its previous run, not to a parent
+#: whose run it should join (a forked child has another pid).
+_exported_keys: Dict[str, int] = {}
+
 
 class Run:
     """A live run. Nothing the collector does can raise into the trainer's loop:
-    the events are queued and sent by the SDK's exporter thread."""
+    the events are queued and sent by the delivery thread."""
 
     def __init__(
         self,
@@ -71,11 +101,15 @@ class Run:
         mode: Mode = "online",
         on_error: OnError = "warn",
         finish_timeout: Optional[float] = None,
+        info: Optional[_status.RunInfo] = None,
+        local_id: Optional[str] = None,
     ) -> None:
         self._spec = spec
         self._pipeline = pipeline
         self._key = key
         self._attached_id = attached_id
+        self._info = info or _status.RunInfo("unchecked")
+        self._local_id = local_id
         self._rank = rank
         self._mode: Mode = mode
         self._on_error: OnError = on_error
@@ -92,16 +126,21 @@ class Run:
         self._finishing = False
         self._finished = False
         self._atexit_hook = self._on_process_exit
+        self._signal_handler = self._handle_signal
+        self._previous_signal_handlers: Dict[int, Any] = {}
         _fork.register(self)
+        if pipeline is not None:
+            _fork.register_multiprocessing(self)
         atexit.register(self._atexit_hook)
 
     # -------------------------------------------------------------- identity
 
     @property
     def id(self) -> str:
-        """The attached platform run id, else the run key: the identity the
-        collector maps to the platform run it creates."""
-        return self._attached_id or self._key or ""
+        """The platform's run id, as the collector reported it at ``init()``;
+        before it has (no collector yet, or one without the status route), the
+        attached id, else the run key. A disabled run's id is ``disabled-…``."""
+        return self._info.id or self._attached_id or self._local_id or self._key or ""
 
     @property
     def key(self) -> Optional[str]:
@@ -113,8 +152,9 @@ class Run:
 
     @property
     def url(self) -> Optional[str]:
-        """Always ``None``: the collector creates the run and logs its dashboard URL."""
-        return None
+        """The run's dashboard URL (offline: its directory), as the collector
+        reported it at ``init()``; ``None`` when it could not say."""
+        return self._info.url
 
     @property
     def kind(self) -> RunKind:
@@ -129,6 +169,11 @@ class Run:
         return self._rank
 
     @property
+    def is_primary(self) -> bool:
+        """Whether this process ends the run (rank 0 of the process that started it)."""
+        return self._owns_lifecycle
+
+    @property
     def mode(self) -> Mode:
         return self._mode
 
@@ -141,14 +186,25 @@ class Run:
         return self._finished
 
     @property
+    def dropped_records(self) -> int:
+        """Records dropped because the queue to the collector was full (its
+        bound in bytes): the trainer outran the collector for that long."""
+        return self._pipeline.dropped if self._pipeline is not None else 0
+
+    @property
+    def failed_records(self) -> Dict[str, int]:
+        """Records the collector refused for good, by where they went (one
+        place here: ``collector``), as ``prime_runs`` counts them per sink."""
+        failed = self._pipeline.failed if self._pipeline is not None else 0
+        return {"collector": failed} if failed else {}
+
+    @property
     def config_source(self) -> Optional[ConfigSource]:
         raw = self.config.get(CONFIG_SOURCE_KEY)
-        if isinstance(raw, Mapping) and isinstance(raw.get("text"), str):
-            return ConfigSource(text=raw["text"], format=str(raw.get("format") or "toml"), filename=raw.get("filename"))
-        return None
+        return ConfigSource.from_mapping(raw) if isinstance(raw, Mapping) else None
 
     def __repr__(self) -> str:
-        return f"<Run id={self.id!r} kind={self.kind} mode={self._mode!r} status={self._status.value}>"
+        return f"<Run id={self.id!r} kind={self.kind!r} mode={self._mode!r} status={self._status.value}>"
 
     # ------------------------------------------------------------------- log
 
@@ -182,10 +238,10 @@ class Run:
 
     def log_episodes(self, episodes: Iterable[Any], *, step: Optional[int] = None) -> None:
         """One ``prime.episode`` event per episode: a verifiers ``Episode`` or
-        ``Trace`` (through ``to_record()``) or a plain mapping. ``step`` is the
-        step the episodes were dispatched at; a native document carries its
-        own in ``run.work.step``. Every value is made plain first, so one
-        numpy value can never drop an export."""
+        ``Trace`` (through ``to_record()``) or a plain mapping, as JSON text
+        made now. ``step`` is the step the episodes were dispatched at; a
+        native document carries its own in ``run.work.step``. numpy and torch
+        values become numbers and lists; NaN and ±Inf become null."""
         self._require_live("log_episodes")
         if self._pipeline is None:
             return
@@ -198,22 +254,29 @@ class Run:
             if not isinstance(record, Mapping):
                 logger.warning("prime_otel: skipped an episode of type %s: it has no to_record() and is not a mapping", type(episode).__name__)
                 continue
-            self._emit(EVENT_EPISODE, attributes, plain(record), time.time_ns())
+            self._emit(EVENT_EPISODE, attributes, json_text(record), time.time_ns())
 
     log_traces = log_episodes
     log_samples = log_episodes
 
     def update_summary(self, values: Mapping[str, Any]) -> None:
-        """Merge run-level outputs into ``summary``, sent with ``finish()``."""
+        """Merge run-level outputs into ``summary``, sent with ``finish()``;
+        NaN and ±Inf are left out, as ``prime_runs`` leaves them."""
         with self._state_lock:
             self._require_live("update_summary")
-            self.summary.update(plain(values))
+            self.summary.update(drop_non_finite(plain(values)))
 
     def flush(self, timeout: Optional[float] = 30.0) -> bool:
-        """Block until queued events have reached the collector."""
+        """Wait until every event logged so far reached the collector, or
+        ``timeout`` seconds passed. False, with a warning (``DeliveryError``
+        under ``on_error="raise"``) naming what is still queued, when not."""
         if self._pipeline is None:
             return True
-        return self._pipeline.flush(30.0 if timeout is None else timeout)
+        budget = 30.0 if timeout is None else max(0.0, float(timeout))
+        result = self._pipeline.flush(budget)
+        if not result.delivered:
+            self._undelivered("flush", result, budget)
+        return result.delivered
 
     # ---------------------------------------------------------------- finish
 
@@ -225,8 +288,11 @@ class Run:
         error: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> None:
-        """Send what is queued, then end the run (rank 0 of the starting process
-        only). Idempotent: the first caller's status counts."""
+        """Send what is queued and end the run (rank 0 of the starting process
+        only), within ``timeout`` (else ``finish_timeout``) seconds. What did
+        not reach the collector by then is named in a warning, or raised as
+        ``DeliveryError`` under ``on_error="raise"``. Idempotent: the first
+        caller's status counts."""
         with self._finish_lock:
             if self._finished:
                 return
@@ -244,14 +310,15 @@ class Run:
 
     def _finish_once(self, summary: Optional[Mapping[str, Any]], status: RunStatus, error: Optional[str], timeout: Optional[float]) -> None:
         if summary:
-            self.summary.update(plain(summary))
+            self.summary.update(drop_non_finite(plain(summary)))
         self._status = status
         atexit.unregister(self._atexit_hook)
+        self._restore_signal_handlers()
+        self._retract_key()
         pipeline = self._pipeline
         if pipeline is None:
             return
         budget = self._finish_timeout if timeout is None else max(0.0, float(timeout))
-        deadline = time.monotonic() + budget
         if self._owns_lifecycle:
             if self.kind == "eval" and self.summary:
                 values, non_finite, not_numbers = scalars(self.summary)
@@ -259,21 +326,35 @@ class Run:
                     logger.warning("prime_otel: summary values left out (not finite numbers): %s", ", ".join(non_finite + not_numbers))
                 if values:
                     self._emit(EVENT_METRICS, {}, values, time.time_ns())
-            # Every event before the end: the collector closes the run out
-            # a grace period after the end event, and anything later is refused.
-            drained = pipeline.flush(max(0.0, deadline - time.monotonic()))
+            # The queue is sent in order, one request at a time: the end
+            # reaches the collector after every event logged before it.
             attributes: Dict[str, Any] = {"prime.run.status": status.value}
             if status is not RunStatus.COMPLETED:
                 attributes["prime.run.error"] = error or (self.errors[0] if self.errors else status.value)
             self._emit(EVENT_END, attributes, None, time.time_ns())
-        drained = pipeline.flush(max(0.0, deadline - time.monotonic()))
+        pending = pipeline.delivery.pending() if hasattr(pipeline, "delivery") else 0
+        if pending and budget >= 1:
+            logger.info("prime_otel: run %s: waiting up to %.0f s for the collector to take %d queued records", self.id, budget, pending)
+        result = pipeline.flush(budget)
         pipeline.shutdown()
-        if not drained:
-            message = f"run {self.id}: events did not reach the collector within {budget}s"
-            self.errors.append(message)
-            if self._on_error == "raise":
-                raise PrimeRunsError(message)
-            logger.warning("prime_otel: %s", message)
+        if not result.delivered:
+            self._undelivered("finish", result, budget)
+        elif self.dropped_records or self.failed_records:
+            logger.warning(
+                "prime_otel: run %s finished with %d dropped record(s) (the queue was full) and %d the collector refused",
+                self.id, self.dropped_records, sum(self.failed_records.values()),
+            )
+
+    def _undelivered(self, what: str, result: Any, budget: float) -> None:
+        kinds = ", ".join(f"{n} {_KIND_NAMES.get(k, k or 'other')}" for k, n in sorted(result.by_kind.items()))
+        message = (
+            f"run {self.id}: {result.undelivered} records did not reach the collector within {budget:g} s of {what}()"
+            f" ({kinds}); last error: {result.last_error or 'none'}"
+        )
+        self.errors.append(message)
+        if self._on_error == "raise":
+            raise DeliveryError(message, undelivered=result.undelivered, dropped=self.dropped_records, failed=sum(self.failed_records.values()))
+        logger.warning("prime_otel: %s", message)
 
     def fail(self, error: Union[str, BaseException], *, timeout: Optional[float] = None) -> None:
         self.finish(status=RunStatus.FAILED, error=_describe(error), timeout=timeout)
@@ -285,8 +366,10 @@ class Run:
         if exc_type is None:
             self.finish()
             return False
-        if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
-            status, error = RunStatus.CANCELLED, "interrupted"
+        if isinstance(exc, KeyboardInterrupt):
+            # As prime_runs: an interrupt is a decision, not a fault, and is
+            # reported with the runs that stopped from outside their control flow.
+            status, error = RunStatus.CRASHED, "interrupted"
         else:
             status, error = RunStatus.FAILED, _describe(exc)
         try:
@@ -298,11 +381,75 @@ class Run:
     # ------------------------------------------------------------- internals
 
     def reset_after_fork(self) -> None:
-        """A forked child keeps logging into the run but never ends it."""
+        """A forked child keeps logging into the run but never ends it. Its
+        queue is its own (``_delivery``); what it queued is sent when it exits,
+        through its exit hook or, for a multiprocessing worker (which leaves
+        through ``os._exit``), a multiprocessing finalizer (``_fork``)."""
         self._state_lock = threading.Lock()
         self._finish_lock = threading.Lock()
         self._finishing = False
         self._owns_lifecycle = False
+        self._previous_signal_handlers = {}
+
+    def flush_at_child_exit(self) -> None:
+        """A forked worker's last word: send what it queued, within the budget."""
+        if self._finished or self._pipeline is None:
+            return
+        try:
+            self.finish(status=RunStatus.COMPLETED)
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("prime_otel: sending a worker's records of run %s failed: %s", self.id, exc)
+
+    def install_signal_handlers(self) -> None:
+        """SIGINT and SIGTERM end the run as ``crashed`` before the process
+        goes, as ``prime_runs`` does: only on the main thread, only over the
+        default handlers, and the previous handler runs afterwards."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                current = signal.getsignal(signum)
+                if current not in (signal.SIG_DFL, signal.default_int_handler):
+                    continue
+                signal.signal(signum, self._signal_handler)
+            except (ValueError, OSError):
+                continue
+            self._previous_signal_handlers[signum] = current
+
+    def _handle_signal(self, signum: int, frame: Any) -> None:
+        previous = self._previous_signal_handlers.get(signum, signal.SIG_DFL)
+        if signum == signal.SIGINT and previous is signal.default_int_handler:
+            # Ctrl-C: the KeyboardInterrupt reaches `with run:` (or the exit
+            # hook), which reports the run; finishing here first would leave
+            # the trainer's own handling nothing to do.
+            previous(signum, frame)
+            return
+        if not self._finished and not self._finishing:
+            try:
+                self.finish(status=RunStatus.CRASHED, error=f"received {signal.Signals(signum).name}")
+            except Exception as exc:  # noqa: BLE001 - the signal must still go on
+                logger.warning("prime_otel: reporting %s for run %s failed: %s", signal.Signals(signum).name, self.id, exc)
+        signal.signal(signum, previous)
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            os.kill(os.getpid(), signum)
+
+    def _restore_signal_handlers(self) -> None:
+        for signum, previous in list(self._previous_signal_handlers.items()):
+            try:
+                if signal.getsignal(signum) is self._signal_handler:
+                    signal.signal(signum, previous)
+            except (ValueError, OSError):
+                continue
+        self._previous_signal_handlers.clear()
+
+    def _retract_key(self) -> None:
+        """Processes started after the run ended must not join it."""
+        if self._owns_lifecycle and self._key and _exported_keys.get(self._key) == os.getpid():
+            if os.environ.get(KEY_ENV) == self._key:
+                os.environ.pop(KEY_ENV, None)
+            _exported_keys.pop(self._key, None)
 
     def _on_process_exit(self) -> None:
         if self._finished:
@@ -323,9 +470,12 @@ class Run:
         self._pipeline.emit(event, attributes, body, when_ns)
 
 
+_KIND_NAMES = {EVENT_METRICS: "metric rows", EVENT_EPISODE: "episodes", EVENT_END: "the end event", "prime.run.start": "the start event"}
+
+
 def init(
     *,
-    kind: RunKind = "train",
+    kind: RunKind = "eval",
     name: Optional[str] = None,
     model: Optional[str] = None,
     environments: Optional[Sequence[Any]] = None,
@@ -335,25 +485,40 @@ def init(
     id: Optional[str] = None,
     key: Optional[str] = None,
     endpoint: Optional[str] = None,
+    status_endpoint: Optional[str] = None,
     mode: Optional[Mode] = None,
     framework: Optional[str] = None,
     description: Optional[str] = None,
     tags: Optional[Sequence[str]] = None,
     on_error: OnError = "warn",
     finish_timeout: Optional[float] = None,
+    init_timeout: Optional[float] = None,
+    queue_bytes: Optional[int] = None,
+    queue_size: Optional[int] = None,
+    handle_signals: bool = True,
     api_key: Optional[str] = None,
     base_url: Optional[str] = None,
+    **ignored: Any,
 ) -> Run:
-    """Start a run. ``prime_runs.init``'s arguments, plus where the collector is
-    (``endpoint``) and which run this is (``key``, shared by every process of
-    the run). ``api_key`` and ``base_url`` are accepted so calls written for
-    the platform SDK run unchanged, and ignored: the collector holds the key."""
+    """Start a run. ``prime_runs.init``'s arguments (its default kind is an
+    evaluation, as there), plus where the collector is (``endpoint``,
+    ``status_endpoint``), which run this is (``key``, shared by every process
+    of the run) and how much may wait for the collector (``queue_bytes``).
+    ``api_key`` and ``base_url`` are accepted so calls written for the platform
+    SDK run unchanged, and ignored: the collector holds the key.
+
+    Online, ``init()`` asks the collector what became of the run, for up to
+    ``init_timeout`` seconds: a refused run raises here (``UnauthorizedError``,
+    ``ForbiddenError``, ``ConfigurationError`` for a missing team), and
+    ``run.id`` and ``run.url`` are the platform's."""
     if kind not in ("train", "eval"):
         raise ConfigurationError(f"kind={kind!r} is not one of 'train' or 'eval'")
     if training is not None and kind != "train":
         raise ConfigurationError("training= only applies to kind='train'")
     if api_key is not None or base_url is not None:
         logger.debug("prime_otel: api_key and base_url are the collector's settings; ignored here")
+    if ignored:
+        logger.debug("prime_otel: init() arguments with no meaning over OTLP, ignored: %s", ", ".join(sorted(ignored)))
 
     spec = RunSpec(
         kind=kind,
@@ -369,17 +534,20 @@ def init(
     )
     resolved_mode = _mode(mode)
     rank = _rank()
+    if resolved_mode == "disabled":
+        return Run(spec=spec, pipeline=None, key=None, attached_id=id, rank=rank, mode=resolved_mode,
+                   on_error=on_error, finish_timeout=finish_timeout, local_id=id or "disabled-" + uuid.uuid4().hex[:16])
     if id is None and kind == "train":
         id = next((os.environ[v] for v in ID_ENVS if os.environ.get(v)), None)
     if id is None:
-        key = key or os.environ.get(KEY_ENV) or None
+        key = key or _inherited_key() or None
         if key is None:
             key = _new_key(rank)
     attributes = _resource(spec, attached_id=id, key=key)
-    pipeline = None
-    if resolved_mode == "online":
-        pipeline = _otel.open_pipeline(attributes, endpoint or os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT)
-    return Run(
+    otlp = endpoint or os.environ.get(LOGS_ENDPOINT_ENV) or os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT
+    info = _check(attributes, otlp, status_endpoint, kind, key, id, init_timeout)
+    pipeline = _otel.open_pipeline(attributes, otlp, max_bytes=_queue_bytes(queue_bytes), max_records=queue_size)
+    run = Run(
         spec=spec,
         pipeline=pipeline,
         key=None if id else key,
@@ -388,7 +556,86 @@ def init(
         mode=resolved_mode,
         on_error=on_error,
         finish_timeout=finish_timeout,
+        info=info,
     )
+    if handle_signals and rank == 0:
+        run.install_signal_handlers()
+    if run.url:
+        logger.info("prime_otel: run %s: %s", run.id, run.url)
+    return run
+
+
+def _check(attributes: Dict[str, Any], otlp: str, status_endpoint: Optional[str], kind: str, key: Optional[str],
+           run_id: Optional[str], init_timeout: Optional[float]) -> _status.RunInfo:
+    """The collector's answer about the run; raises when it refused the run."""
+    timeout = DEFAULT_INIT_TIMEOUT if init_timeout is None else max(0.0, float(init_timeout))
+    base = _status.status_base(otlp, status_endpoint or os.environ.get(STATUS_ENV))
+    info = _status.check(
+        attributes, logs_url=_otel.logs_url(otlp), status_url=base, headers=_transport.otlp_headers(os.environ),
+        kind=kind, key=key, run_id=run_id, timeout=timeout,
+    )
+    who = run_id or key
+    if info.state == "refused":
+        raise _refusal(who, info)
+    if info.state == "closed":
+        raise ConfigurationError(
+            f"run {who} is already closed ({info.status or 'ended'}); a run's key names one run: use a new {KEY_ENV}"
+        )
+    if info.state == "unchecked":
+        if info.status_code in (401, 403):
+            raise ConfigurationError(
+                f"the collector refused the run's first request ({info.error}): it wants credentials; "
+                "set OTEL_EXPORTER_OTLP_HEADERS (for example authorization=Bearer%20<token>)"
+            )
+        logger.warning("prime_otel: run %s was not checked (%s); its records wait in the queue until a collector takes them", who, info.error)
+    elif info.state in ("unknown", "pending"):
+        logger.warning(
+            "prime_otel: the collector has not created run %s within %.0f s (%s); it goes on, and the collector keeps trying",
+            who, timeout, "the platform has not answered yet" if info.state == "pending" else "the start event has not reached its exporter yet",
+        )
+    return info
+
+
+def _refusal(who: Optional[str], info: _status.RunInfo) -> Exception:
+    """The collector's refusal as the exception ``prime_runs`` raises for it."""
+    message = f"the platform refused run {who}: {info.error or info.reason}"
+    code = info.status_code
+    if info.reason == "no_team":
+        return ConfigurationError(f"{message} (set PRIME_TEAM_ID, init(team_id=), or the exporter's team_id)")
+    if info.reason and info.reason.startswith("environment"):
+        return EnvironmentResolutionError(message)
+    if info.reason == "unauthorized" or code == 401:
+        return UnauthorizedError(message, status_code=401, code=info.reason)
+    if code == 402:
+        return PaymentRequiredError(message, status_code=402, code=info.reason)
+    if code == 403 or (code is None and "403" in (info.error or "")):
+        return ForbiddenError(message, status_code=403, code=info.reason)
+    if code == 404:
+        return NotFoundError(message, status_code=404, code=info.reason)
+    return APIError(message, status_code=code, code=info.reason)
+
+
+def _queue_bytes(value: Optional[int]) -> int:
+    if value is None:
+        raw = os.environ.get(QUEUE_BYTES_ENV)
+        if not raw:
+            return _otel._delivery.DEFAULT_MAX_BYTES
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigurationError(f"{QUEUE_BYTES_ENV}={raw!r} is not a number of bytes") from None
+    if value <= 0:
+        raise ConfigurationError(f"queue_bytes={value!r} must be a positive number of bytes")
+    return value
+
+
+def _inherited_key() -> Optional[str]:
+    """PRIME_RUN_KEY when a launcher or a parent process set it; not when this
+    process set it for a run it started before (a second init() is a new run)."""
+    value = os.environ.get(KEY_ENV)
+    if not value or _exported_keys.get(value) == os.getpid():
+        return None
+    return value
 
 
 def _mode(mode: Optional[str]) -> Mode:
@@ -420,6 +667,7 @@ def _new_key(rank: int) -> str:
     key = "run-" + uuid.uuid4().hex[:16]
     # Processes this one starts from now on (ranks, workers) share the key.
     os.environ[KEY_ENV] = key
+    _exported_keys[key] = os.getpid()
     print(f"prime_otel: run key {key} (set {KEY_ENV}={key} to send more data to this run)", file=sys.stderr)
     return key
 
@@ -442,7 +690,7 @@ def _resource(spec: RunSpec, *, attached_id: Optional[str], key: Optional[str]) 
         attributes["prime.run.environments"] = [e.wire() for e in spec.environments]
     if spec.config:
         # A resource attribute cannot be a map in the Python SDK: JSON text is taken.
-        attributes["prime.run.config"] = json.dumps(_finite(plain(spec.config)), separators=(",", ":"))
+        attributes["prime.run.config"] = json.dumps(finite(plain(spec.config)), separators=(",", ":"))
     if spec.training is not None:
         attributes.update(spec.training.attributes())
     if spec.kind == "eval":
@@ -453,17 +701,6 @@ def _resource(spec: RunSpec, *, attached_id: Optional[str], key: Optional[str]) 
         if spec.description:
             attributes["prime.eval.description"] = spec.description
     return attributes
-
-
-def _finite(value: Any) -> Any:
-    """JSON has no NaN: a non-finite number in a config becomes null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _step(value: Any) -> Optional[int]:

@@ -10,6 +10,7 @@ tuples and sets as lists, mapping keys as strings, anything else as its
 ``str()``. Nothing the trainer logs can then fail an export.
 """
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any, Dict, List, Tuple
@@ -85,3 +86,54 @@ def scalars(values: Mapping[str, Any]) -> Tuple[Dict[str, Any], List[str], List[
         else:
             not_numbers.append(name)
     return kept, non_finite, not_numbers
+
+
+def json_text(value: Any) -> str:
+    """``value`` as compact JSON text, made at the call so later changes to
+    the trainer's objects cannot reach what is sent.
+
+    The common case is one ``json.dumps`` in C: numpy and torch values are
+    taken through ``default`` (``.item()``, ``.tolist()``), sets as lists.
+    A document that ``json.dumps`` refuses (NaN or ±Inf, which JSON has no
+    words for; a key that is not text or a number) is made plain first, its
+    non-finite numbers as ``null``, as the exporter stores them anyway."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False, default=_json_default)
+    except (ValueError, TypeError):
+        return json.dumps(finite(plain(value)), separators=(",", ":"))
+
+
+def _json_default(value: Any) -> Any:
+    converted = plain(value)  # any object json.dumps does not know, as the SDK would have it
+    if isinstance(converted, bytes):
+        return converted.decode("utf-8", "replace")
+    return converted
+
+
+def finite(value: Any) -> Any:
+    """JSON has no NaN: a non-finite number becomes null, anywhere in ``value``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def drop_non_finite(values: Mapping[str, Any]) -> Dict[str, Any]:
+    """A summary without NaN and ±Inf, as ``prime_runs`` keeps it: a
+    non-finite value's key is left out, and a nested mapping left empty too."""
+    out: Dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            continue
+        if isinstance(value, Mapping):
+            nested = drop_non_finite(value)
+            if nested:
+                out[key] = nested
+            continue
+        out[key] = value
+    return out

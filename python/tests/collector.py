@@ -1,0 +1,103 @@
+"""A stand-in collector on a loopback port, for the tests that go over HTTP:
+its OTLP/HTTP logs route and its run status route (the ``prime_status``
+extension's ``GET /prime/v1/runs/status``), each answering as a test sets."""
+
+import http.server
+import json
+import threading
+import time
+import urllib.parse
+from typing import Any, Dict, List, Optional
+
+
+class Collector:
+    def __init__(self, status_route: bool = True) -> None:
+        self.lock = threading.Lock()
+        self.requests: List[Dict[str, Any]] = []  # every request: method, path, headers, body, client port
+        self.logs_status = 200
+        self.logs_headers: Dict[str, str] = {}
+        self.logs_body = b""
+        self.logs_delay = 0.0
+        self.status_route = status_route
+        self.answers: List[Dict[str, Any]] = [{"state": "unknown"}]  # the status route's answers, in turn; the last one repeats
+        collector = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                collector._note(self, body)
+                if collector.logs_delay:
+                    time.sleep(collector.logs_delay)
+                if self.path != "/v1/logs":
+                    return self._answer(404, {}, b"")
+                with collector.lock:
+                    collector.requests[-1]["answered"] = collector.logs_status
+                self._answer(collector.logs_status, collector.logs_headers, collector.logs_body)
+
+            def do_GET(self):
+                collector._note(self, b"")
+                url = urllib.parse.urlsplit(self.path)
+                if url.path != "/prime/v1/runs/status" or not collector.status_route:
+                    return self._answer(404, {}, b"404 page not found")
+                with collector.lock:
+                    answer = collector.answers.pop(0) if len(collector.answers) > 1 else collector.answers[0]
+                self._answer(200, {"Content-Type": "application/json"}, json.dumps(answer).encode())
+
+            def _answer(self, status, headers, body):
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address):
+                pass  # a client that gave up on a stalled answer: the tests see it from the client's side
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def _note(self, handler, body: bytes) -> None:
+        with self.lock:
+            self.requests.append({
+                "method": handler.command, "path": handler.path, "headers": dict(handler.headers),
+                "body": body, "client_port": handler.client_address[1],
+            })
+
+    def posts(self) -> List[Dict[str, Any]]:
+        with self.lock:
+            return [r for r in self.requests if r["method"] == "POST"]
+
+    def gets(self) -> List[Dict[str, Any]]:
+        with self.lock:
+            return [r for r in self.requests if r["method"] == "GET"]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def answer(state: str, **fields: Optional[str]) -> Dict[str, Any]:
+    return {"state": state, **{k: v for k, v in fields.items() if v is not None}}
