@@ -70,6 +70,8 @@ func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lea
 				if end == nil {
 					end, endLoc = &parsed, loc
 				}
+			case eventRunStart:
+				// Acquiring the evaluation was its work.
 			default:
 				e.tel.Skip(runs.SignalLogs, reject.NotAnEvent, 1)
 				if strings.HasPrefix(name, "prime.") {

@@ -47,6 +47,9 @@ type primeExporter struct {
 	mu     sync.Mutex
 	starts int
 	live   *backend // nil before start, and in disabled mode
+	// unregister removes the exporter from the status extensions it
+	// answers for (runstatus.go).
+	unregister []func()
 }
 
 // backend is what start chose: the lifecycle, the uploader, and what to
@@ -128,6 +131,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	switch e.cfg.Mode {
 	case ModeDisabled:
 		e.logger.Info("Prime exporter is disabled: everything it receives is accepted and dropped")
+		e.registerStatus(host)
 		return nil
 	case ModeOffline:
 		off, err := platform.NewOffline(e.cfg.Directory)
@@ -179,6 +183,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	}, sink, e.tel, warn)
 	b.reg.Start()
 	e.live = b
+	e.registerStatus(host)
 	return nil
 }
 
@@ -325,6 +330,7 @@ func (e *primeExporter) shutdown(ctx context.Context) error {
 	if e.onLastShutdown != nil {
 		e.onLastShutdown()
 	}
+	e.unregisterStatus()
 	b := e.live
 	e.live = nil
 	if b == nil {

@@ -22,6 +22,11 @@ const (
 	eventEpisode = "prime.episode"
 	eventMetrics = "prime.metrics"
 	eventRunEnd  = "prime.run.end"
+	// eventRunStart is sent by prime_otel's init(): its run is acquired,
+	// hence created or attached, as for any record, so that the status
+	// route can tell the trainer about it at once. The record itself
+	// carries nothing more.
+	eventRunStart = "prime.run.start"
 
 	attrEventName = "event.name"
 )
@@ -43,7 +48,8 @@ func eventName(lr plog.LogRecord) string {
 // pushLogs routes each record by event name. prime.metrics events take the
 // step-metrics path, prime.episode records the samples sink, and
 // prime.run.end starts the run's close-out after the rest of the batch is
-// sent; records with no known event are ignored and counted.
+// sent; prime.run.start only makes the run; records with no known event
+// are ignored and counted.
 func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	b := e.backend()
 	if b == nil {
@@ -173,6 +179,8 @@ func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.Resource
 			if ev.end == nil {
 				ev.end, ev.endLoc = &end, loc
 			}
+		case eventRunStart:
+			// Acquiring the run was its work.
 		default:
 			e.tel.Skip(runs.SignalLogs, reject.NotAnEvent, 1)
 			if strings.HasPrefix(name, "prime.") {
