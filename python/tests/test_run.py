@@ -53,10 +53,26 @@ class LogMetrics(unittest.TestCase):
     def test_log_is_log_metrics(self):
         self.assertIs(pr.Run.log, pr.Run.log_metrics)
 
-    def test_an_evaluation_has_no_metric_rows(self):
+    def test_an_evaluation_has_no_metric_rows_its_values_reach_the_summary(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
-            pr.init(kind="eval").log_metrics({"x": 1.0}, step=1)
-        self.assertEqual(otel.opened[0].events(), [])
+            run = pr.init(kind="eval")
+            run.log_metrics({"x": 1.0}, step=1)
+        self.assertEqual((otel.opened[0].events(), run.summary), ([], {"x": 1.0}))
+
+    def test_logged_values_land_in_the_summary_last_value_wins(self):
+        with patched({"PRIME_RUN_KEY": "k"}):
+            run = pr.init(kind="train", summary={"seed": 7, "bad": float("nan")})
+            run.log_metrics({"loss": 2.0, "reward": {"mean": 0.1}}, step=1)
+            run.log_metrics({"loss": 1.0}, step=2)
+        self.assertEqual(run.summary, {"seed": 7, "loss": 1.0, "reward/mean": 0.1})
+
+    def test_commit_false_stages_values_for_the_next_committed_row(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init(kind="train")
+            run.log_metrics({"a": 1.0}, step=4, commit=False)
+            run.log_metrics({"b": 2.0})
+        (_, _, attributes, body, _), = otel.opened[0].events()
+        self.assertEqual((attributes, body), ({"prime.step": 4}, {"a": 1.0, "b": 2.0}))
 
 
 class LogEpisodes(unittest.TestCase):
@@ -197,7 +213,7 @@ class Finish(unittest.TestCase):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
             run = pr.init(kind="train", on_error="raise")
             otel.opened[0].flush_ok = False
-            with self.assertRaisesRegex(pr.DeliveryError, r"3 records did not reach the collector .*2 episodes, 1 the end event.*connection refused") as raised:
+            with self.assertRaisesRegex(pr.DeliveryError, r"3 records did not reach the collector .*2 episodes, the end event.*connection refused") as raised:
                 run.finish()
         self.assertTrue(run.finished)
         self.assertEqual(raised.exception.undelivered, 3)

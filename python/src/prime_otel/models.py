@@ -186,3 +186,4 @@ class RunSpec:
     framework: Optional[str] = None
     description: Optional[str] = None
     tags: list = field(default_factory=list)
+    summary: Dict[str, Any] = field(default_factory=dict)

@@ -119,8 +119,10 @@ class Run:
         # ranks and forked children share it and must not close it under it.
         self._owns_lifecycle = rank == 0
         self.config: Dict[str, Any] = dict(spec.config)
-        self.summary: Dict[str, Any] = {}
+        self.summary: Dict[str, Any] = dict(spec.summary)
         self.errors: List[str] = []
+        self._staged: Dict[str, Any] = {}
+        self._staged_step: Optional[int] = None
         self._state_lock = threading.Lock()
         self._finish_lock = threading.Lock()
         self._finishing = False
@@ -208,15 +210,17 @@ class Run:
 
     # ------------------------------------------------------------------- log
 
-    def log_metrics(self, values: Mapping[str, Any], *, step: Optional[int] = None) -> None:
+    def log_metrics(self, values: Mapping[str, Any], *, step: Optional[int] = None, commit: bool = True) -> None:
         """One row of the run's metrics: ``step`` (else ``values["step"]``), or,
         with no step at all, a row keyed by its time, as prime-rl logs
         inference metrics. Nested mappings flatten with ``/``; numpy and torch
         scalars become numbers; NaN and ±Inf are dropped and named in one
-        warning. An evaluation has no metric rows: there it is a no-op, as
-        in the platform SDK (use ``update_summary`` or ``finish(summary=)``)."""
+        warning. The values also land in ``summary``, last value wins, as in
+        ``prime_runs``; ``commit=False`` stages them for the next committed
+        call's row. An evaluation has no metric rows: there the values only
+        reach ``summary``, which ``finish()`` sends."""
         self._require_live("log_metrics")
-        if self._pipeline is None or self.kind == "eval":
+        if self._pipeline is None:
             return
         values = dict(values)
         stamp = plain(values.pop("_timestamp", None))
@@ -228,7 +232,17 @@ class Run:
             logger.warning("prime_otel: dropped non-finite metric values at %s: %s", where, ", ".join(non_finite))
         if not_numbers:
             logger.warning("prime_otel: dropped metric values that are not numbers at %s: %s", where, ", ".join(not_numbers))
-        if not kept:
+        with self._state_lock:
+            self.summary.update(kept)
+            if not commit:
+                self._staged.update(kept)
+                if step is not None:
+                    self._staged_step = step
+                return
+            kept = {**self._staged, **kept}
+            step = step if step is not None else self._staged_step
+            self._staged, self._staged_step = {}, None
+        if not kept or self.kind == "eval":
             return
         when = int(stamp * 1e9) if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and math.isfinite(stamp) else time.time_ns()
         attributes = {} if step is None else {"prime.step": step}
@@ -236,7 +250,7 @@ class Run:
 
     log = log_metrics
 
-    def log_episodes(self, episodes: Iterable[Any], *, step: Optional[int] = None) -> None:
+    def log_episodes(self, episodes: Iterable[Any], *, step: Optional[int] = None, line_format: Optional[str] = None) -> None:
         """One ``prime.episode`` event per episode: a verifiers ``Episode`` or
         ``Trace`` (through ``to_record()``) or a plain mapping, as JSON text
         made now. ``step`` is the step the episodes were dispatched at; a
@@ -265,6 +279,12 @@ class Run:
         with self._state_lock:
             self._require_live("update_summary")
             self.summary.update(drop_non_finite(plain(values)))
+
+    def update_config(self, values: Mapping[str, Any]) -> None:
+        """Merge into ``run.config``. The collector was told the config at
+        ``init()``, with the run's create; a later change stays in this process."""
+        self._require_live("update_config")
+        self.config.update(plain(values))
 
     def flush(self, timeout: Optional[float] = 30.0) -> bool:
         """Wait until every event logged so far reached the collector, or
@@ -346,7 +366,8 @@ class Run:
             )
 
     def _undelivered(self, what: str, result: Any, budget: float) -> None:
-        kinds = ", ".join(f"{n} {_KIND_NAMES.get(k, k or 'other')}" for k, n in sorted(result.by_kind.items()))
+        kinds = ", ".join(_KIND_NAMES[k] if k in _KIND_NAMES and n == 1 and k in _ONCE else f"{n} {_KIND_NAMES.get(k, k or 'other records')}"
+                          for k, n in sorted(result.by_kind.items()))
         message = (
             f"run {self.id}: {result.undelivered} records did not reach the collector within {budget:g} s of {what}()"
             f" ({kinds}); last error: {result.last_error or 'none'}"
@@ -471,6 +492,7 @@ class Run:
 
 
 _KIND_NAMES = {EVENT_METRICS: "metric rows", EVENT_EPISODE: "episodes", EVENT_END: "the end event", "prime.run.start": "the start event"}
+_ONCE = (EVENT_END, "prime.run.start")
 
 
 def init(
@@ -490,6 +512,7 @@ def init(
     framework: Optional[str] = None,
     description: Optional[str] = None,
     tags: Optional[Sequence[str]] = None,
+    summary: Optional[Mapping[str, Any]] = None,
     on_error: OnError = "warn",
     finish_timeout: Optional[float] = None,
     init_timeout: Optional[float] = None,
@@ -531,6 +554,7 @@ def init(
         framework=framework,
         description=description,
         tags=list(tags or []),
+        summary=drop_non_finite(plain(summary or {})),
     )
     resolved_mode = _mode(mode)
     rank = _rank()
