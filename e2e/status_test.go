@@ -160,11 +160,15 @@ func TestTheStatusRouteTellsATrainerItsRunOrWhyItWasRefused(t *testing.T) {
 			}, ""},
 		{"the platform refuses the key: refused, unauthorized",
 			rfttest.Options{APIKey: "the-platform-wants-another-key"},
-			func(*rfttest.Server) runStatus { return runStatus{State: "refused", Kind: "train", Reason: "unauthorized"} },
+			func(*rfttest.Server) runStatus {
+				return runStatus{State: "refused", Kind: "train", Reason: "unauthorized"}
+			},
 			"Invalid or missing API key"},
 		{"the platform refuses the team: refused, forbidden",
 			rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"another-team"}},
-			func(*rfttest.Server) runStatus { return runStatus{State: "refused", Kind: "train", Reason: "forbidden"} },
+			func(*rfttest.Server) runStatus {
+				return runStatus{State: "refused", Kind: "train", Reason: "forbidden"}
+			},
 			"External training runs are not enabled for this team"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
