@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,9 +70,10 @@ type collector struct {
 
 // startCollector writes config to a file and runs the collector on it with
 // env added to the environment, waiting until its OTLP/HTTP port answers.
-// A config with a health check on ${env:PRIME_HEALTH_ENDPOINT} (the shipped
-// ones) gets a free port for it unless env names one: tests run many
-// collectors at once, and 13133 would be taken.
+// A config with a health check on ${env:PRIME_HEALTH_ENDPOINT} or a status
+// route on ${env:PRIME_STATUS_ENDPOINT} (the shipped ones) gets a free port
+// for each unless env names one: tests run many collectors at once, and
+// 13133 and 4320 would be taken.
 func startCollector(t *testing.T, otelcol, config string, env ...string) *collector {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "collector.yaml")
@@ -90,6 +92,11 @@ func startCollector(t *testing.T, otelcol, config string, env ...string) *collec
 	if health == "" && strings.Contains(config, "${env:PRIME_HEALTH_ENDPOINT") {
 		health = freeAddr(t)
 		env = append(env, "PRIME_HEALTH_ENDPOINT="+health)
+	}
+	if strings.Contains(config, "${env:PRIME_STATUS_ENDPOINT") && !slices.ContainsFunc(env, func(kv string) bool {
+		return strings.HasPrefix(kv, "PRIME_STATUS_ENDPOINT=")
+	}) {
+		env = append(env, "PRIME_STATUS_ENDPOINT="+freeAddr(t))
 	}
 	c := &collector{t: t, out: &syncBuffer{}, done: make(chan error, 1), addr: addr, health: health}
 	c.cmd = exec.Command(otelcol, "--config", path)
