@@ -73,3 +73,27 @@ class ForkedWorkers(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Signals(unittest.TestCase):
+    def test_sigterm_ends_the_run_as_crashed_and_then_terminates_the_process(self):
+        import signal
+
+        collector = Collector()
+        self.addCleanup(collector.close)
+        pid = os.fork()
+        if pid == 0:  # a trainer of its own: it started the run, so it owns it
+            try:
+                pipeline = WirePipeline(collector.url)
+                with patched({"PRIME_RUN_KEY": "k"}) as otel, mock.patch.object(otel, "open_pipeline", lambda *a, **k: pipeline):
+                    run = pr.init(kind="train")
+                run.install_signal_handlers()
+                run.log_metrics({"loss": 1.0}, step=1)
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            finally:
+                os._exit(7)  # reached only if SIGTERM did not end the process
+        _, status = os.waitpid(pid, 0)
+        self.assertTrue(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM, status)
+        ends = [r for r in sent_records(collector) if r["event"] == "prime.run.end"]
+        self.assertEqual([r["attributes"] for r in ends], [{"prime.run.status": "crashed", "prime.run.error": "received SIGTERM"}])

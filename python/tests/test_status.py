@@ -129,6 +129,7 @@ class StatusEndpoint(unittest.TestCase):
         self.assertEqual(_status.status_base("http://collector:4318", None), "http://collector:4320")
         self.assertEqual(_status.status_base("http://[::1]:4318", None), "http://[::1]:4320")
         self.assertEqual(_status.status_base("http://c:4318", "http://agent:9/"), "http://agent:9")
+        self.assertEqual(_status.status_base("http://c:4318", "127.0.0.1:4320"), "http://127.0.0.1:4320")
 
 
 class SecondInit(unittest.TestCase):

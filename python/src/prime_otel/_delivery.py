@@ -170,6 +170,11 @@ class Delivery:
             self._closed = True
             self._changed.notify_all()
 
+    @property
+    def down(self) -> bool:
+        """Whether the collector's last answer was a failure that may pass."""
+        return self._down_since is not None
+
     def pending(self) -> int:
         with self._lock:
             return len(self._queue)

@@ -65,7 +65,8 @@ def status_base(otlp_endpoint: str, explicit: Optional[str]) -> str:
     """Where the status route is: ``explicit`` (``init(status_endpoint=)`` or
     ``PRIME_STATUS_ENDPOINT``), else the OTLP endpoint's host on port 4320."""
     if explicit:
-        return explicit.rstrip("/")
+        # host:port, as the collector's own PRIME_STATUS_ENDPOINT spells it, is taken too.
+        return (explicit if "://" in explicit else "http://" + explicit).rstrip("/")
     parsed = urllib.parse.urlsplit(otlp_endpoint)
     host = parsed.hostname or "127.0.0.1"
     if ":" in host:

@@ -352,9 +352,12 @@ class Run:
             if status is not RunStatus.COMPLETED:
                 attributes["prime.run.error"] = error or (self.errors[0] if self.errors else status.value)
             self._emit(EVENT_END, attributes, None, time.time_ns())
-        pending = pipeline.delivery.pending() if hasattr(pipeline, "delivery") else 0
+        delivery = getattr(pipeline, "delivery", None)
+        pending = delivery.pending() if delivery is not None else 0
         if pending and budget >= 1:
-            logger.info("prime_otel: run %s: waiting up to %.0f s for the collector to take %d queued records", self.id, budget, pending)
+            # Said as a warning when the collector is not answering: the wait is then the whole budget.
+            level = logging.WARNING if delivery.down else logging.INFO
+            logger.log(level, "prime_otel: run %s: waiting up to %.0f s for the collector to take %d queued records", self.id, budget, pending)
         result = pipeline.flush(budget)
         pipeline.shutdown()
         if not result.delivered:
@@ -622,11 +625,11 @@ def _check(attributes: Dict[str, Any], otlp: str, status_endpoint: Optional[str]
 
 def _refusal(who: Optional[str], info: _status.RunInfo) -> Exception:
     """The collector's refusal as the exception ``prime_runs`` raises for it."""
-    message = f"the platform refused run {who}: {info.error or info.reason}"
+    message = f"run {who} was refused: {info.error or info.reason}"
     code = info.status_code
     if info.reason == "no_team":
         return ConfigurationError(f"{message} (set PRIME_TEAM_ID, init(team_id=), or the exporter's team_id)")
-    if info.reason and info.reason.startswith("environment"):
+    if info.reason and info.reason.startswith("environment") or "resolving the environments" in (info.error or ""):
         return EnvironmentResolutionError(message)
     if info.reason == "unauthorized" or code == 401:
         return UnauthorizedError(message, status_code=401, code=info.reason)
