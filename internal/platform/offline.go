@@ -181,15 +181,23 @@ func (s *Offline) writeRunFile(runID, sub, name string, body []byte) error {
 	return WriteFileAtomic(dir, name, body, false)
 }
 
-// runLocked finds a run, making the record of an attached one on first
-// use. The id becomes a path segment, so anything that could leave the
-// directory is refused.
+// runLocked finds a run: in memory, else its run.json (a run this
+// directory holds from before a restart keeps its spec and dates), else it
+// makes the record of an attached one on first use. The id becomes a path
+// segment, so anything that could leave the directory is refused.
 func (s *Offline) runLocked(runID string) (*RunRecord, error) {
 	if r, ok := s.runs[runID]; ok {
 		return r, nil
 	}
 	if err := safePathSegment(runID); err != nil {
 		return nil, err
+	}
+	if raw, err := os.ReadFile(filepath.Join(s.dir, runID, RunFile)); err == nil {
+		var r RunRecord
+		if err := json.Unmarshal(raw, &r); err == nil && r.ID == runID {
+			s.runs[runID] = &r
+			return &r, nil
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(s.dir, runID), offlineDirMode); err != nil {
 		return nil, err

@@ -51,6 +51,41 @@ func TestOfflineWritesTheBodiesTheOnlinePathWouldSend(t *testing.T) {
 	assert.Equal(t, origin.TeamID, rec.TeamID)
 }
 
+// A collector restarted on the same directory finds the run it created
+// there: its close-out keeps the spec and creation date prime-sync needs,
+// rather than writing the record of an attached run over them.
+func TestARunCreatedBeforeARestartKeepsItsRecord(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	first, err := NewOffline(dir)
+	require.NoError(t, err)
+	run, err := first.CreateRun(ctx, rft.CreateRunRequest{BaseModel: "m", Environments: []rft.Environment{}}, Origin{Identity: `prime.run.key="k"`})
+	require.NoError(t, err)
+	created := readRunRecord(t, dir, run.ID)
+
+	second, err := NewOffline(dir)
+	require.NoError(t, err)
+	require.NoError(t, second.PostMetrics(ctx, run.ID, map[string]float64{"step": 2, "loss": 0.25}))
+	require.NoError(t, second.Finalize(ctx, run.ID, 0))
+
+	rec := readRunRecord(t, dir, run.ID)
+	assert.False(t, rec.Attached)
+	require.NotNil(t, rec.Spec)
+	assert.Equal(t, "m", rec.Spec.BaseModel)
+	assert.Equal(t, `prime.run.key="k"`, rec.Identity)
+	assert.True(t, created.CreatedAt.Equal(rec.CreatedAt), "created %v, now %v", created.CreatedAt, rec.CreatedAt)
+	assert.Equal(t, "completed", rec.Status)
+}
+
+func readRunRecord(t *testing.T, dir, runID string) RunRecord {
+	t.Helper()
+	var rec RunRecord
+	raw, err := os.ReadFile(filepath.Join(dir, runID, RunFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &rec))
+	return rec
+}
+
 func TestOfflineRefusesWhatJSONOrTheFilesystemCannotHold(t *testing.T) {
 	dir := t.TempDir()
 	off, err := NewOffline(dir)
