@@ -50,7 +50,10 @@ build_static() {
   local out="$IMAGE_BUILD/$name" copy="$IMAGE_BUILD/$name.builder-config.yaml"
   local logfile="$IMAGE_BUILD/ocb-$name.log" start=$SECONDS
   mkdir -p "$IMAGE_BUILD"
-  sed -e "s#^\(  output_path:\).*#\1 $out#" -e "s#=> \.\./\.\.\$#=> $ROOT#" "$ROOT/$manifest" >"$copy"
+  # This module's replace points from the manifest's output_path back to the
+  # root (../.. for the collector's, ../../.. for the agent's).
+  sed -e "s#^\(  output_path:\).*#\1 $out#" -e "s#\(github.com/primeintellect/primeexporter =>\) \.\.[./]*\$#\1 $ROOT#" \
+    "$ROOT/$manifest" >"$copy"
   if grep -q '=> \.' "$copy"; then
     log "$manifest has a relative replace that scripts/image.sh does not rewrite: $(grep '=> \.' "$copy")"
     return 1
