@@ -291,7 +291,8 @@ func TestARefusedKeyStopsTheWholeSync(t *testing.T) {
 		assert.ErrorIs(t, r.Err, ErrKeyRefused)
 		assert.Equal(t, Misconfigured, r.Outcome)
 	}
-	assert.Len(t, f.platform.Requests(), 1, "one refusal is enough")
+	assert.Equal(t, []string{"/api/v1/rft/external-runs", "/api/v1/user/whoami"}, requestPaths(f.platform),
+		"one refusal, confirmed by whoami, is enough")
 }
 
 func TestAnAttachedRunThatFailedIsLeftToItsLauncher(t *testing.T) {
@@ -414,4 +415,13 @@ func TestADryRunStillPlansWhatItCannotYetSendAndSaysWhy(t *testing.T) {
 	require.NotEmpty(t, r.Plan)
 	assert.Contains(t, r.Plan[0], "team (none yet: set --team-id or PRIME_TEAM_ID)")
 	assert.Empty(t, f.platform.Requests())
+}
+
+// requestPaths are the paths of every request the fake platform received, in order.
+func requestPaths(p *rfttest.Server) []string {
+	var paths []string
+	for _, r := range p.Requests() {
+		paths = append(paths, r.Path)
+	}
+	return paths
 }

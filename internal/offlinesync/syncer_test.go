@@ -206,7 +206,8 @@ func TestARefusedKeyIsRefusedOnceThoughRunsSyncAtOnce(t *testing.T) {
 		assert.ErrorIs(t, r.Err, ErrKeyRefused)
 		assert.Equal(t, Misconfigured, r.Outcome)
 	}
-	assert.Len(t, f.platform.Requests(), 1, "the runs wait for the key to be accepted once: one refusal is enough")
+	assert.Equal(t, []string{"/api/v1/rft/external-runs", "/api/v1/user/whoami"}, requestPaths(f.platform),
+		"the runs wait for the key to be accepted once: one refusal, confirmed by whoami, is enough")
 }
 
 func TestTheSameRunNamedTwiceIsSentOnce(t *testing.T) {

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,12 +16,15 @@ import (
 	"github.com/primeintellect/primeexporter/rft"
 )
 
-// Online is the platform's RFT API behind a guard that trips on the first
-// 401: a bad key is bad for every call, so from then on no call is made,
-// the component reports a permanent error status, and the caller drops
-// (and counts) the data until the collector is restarted. Its outage
-// watches log a long outage of the API and of object storage (package
-// outage), each apart: they are different services.
+// Online is the platform's RFT API behind a guard that trips when the key
+// is refused: a bad key is bad for every call, so from then on no call is
+// made, the component reports a permanent error status, and the caller
+// drops (and counts) the data until the collector is restarted. A 401 on a
+// route trips it only once whoami (the platform's own check of a key)
+// refuses the key too: a 401 may be about what one request asked for, and
+// a sender who can make the platform answer one must not stop every run of
+// the collector. Its outage watches log a long outage of the API and of
+// object storage (package outage), each apart: they are different services.
 type Online struct {
 	c       *rft.Client
 	host    component.Host
@@ -30,7 +34,20 @@ type Online struct {
 
 	mu      sync.Mutex
 	tripped error
+	// keyOK is when whoami last accepted the key: a 401 within
+	// keyConfirmed of it is the request's, without asking again.
+	keyOK time.Time
+	// confirming serializes the whoami calls of concurrent 401s.
+	confirming sync.Mutex
 }
+
+// keyConfirmed is how long whoami's acceptance of the key is taken as
+// current.
+const keyConfirmed = 30 * time.Second
+
+// ErrRequestUnauthorized is a 401 on one request while the platform
+// accepts the key: permanent for that request's data only.
+var ErrRequestUnauthorized = errors.New("the platform refused this request (401) although it accepts the API key")
 
 var (
 	_ Runs    = (*Online)(nil)
@@ -62,8 +79,10 @@ func (o *Online) Refused() error {
 // object clients.
 func (o *Online) CloseIdleConnections() { o.c.CloseIdleConnections() }
 
-// guard makes call unless the key was refused, and trips on a 401.
-func (o *Online) guard(call func() error) error {
+// guard makes call unless the key was refused. A 401 trips the guard when
+// the key itself is refused (keyRefused); otherwise it fails this call for
+// good, and no other.
+func (o *Online) guard(ctx context.Context, call func() error) error {
 	if err := o.Refused(); err != nil {
 		return err
 	}
@@ -71,6 +90,11 @@ func (o *Online) guard(call func() error) error {
 	rerr, ok := rft.AsError(err)
 	if !ok || rerr.Class != rft.ClassUnauthorized {
 		return err
+	}
+	if !o.keyRefused(ctx) {
+		o.logger.Warn("The platform refused one request with 401 but accepts the API key; only that request's data is dropped",
+			zap.String("op", rerr.Op), zap.String("message", rerr.Message))
+		return consumererror.NewPermanent(fmt.Errorf("%w: %s: %s", ErrRequestUnauthorized, rerr.Op, rerr.Message))
 	}
 	o.mu.Lock()
 	first := o.tripped == nil
@@ -88,8 +112,30 @@ func (o *Online) guard(call func() error) error {
 	return err
 }
 
+// keyRefused asks whoami whether the key itself is refused. When whoami
+// cannot tell (it fails otherwise, or is not served), the 401 is taken as
+// the key's, as every 401 was before whoami was asked.
+func (o *Online) keyRefused(ctx context.Context) bool {
+	o.confirming.Lock()
+	defer o.confirming.Unlock()
+	o.mu.Lock()
+	fresh := !o.keyOK.IsZero() && time.Since(o.keyOK) < keyConfirmed
+	o.mu.Unlock()
+	if fresh {
+		return false
+	}
+	_, err := o.c.Whoami(ctx)
+	if err != nil {
+		return true
+	}
+	o.mu.Lock()
+	o.keyOK = time.Now()
+	o.mu.Unlock()
+	return false
+}
+
 func (o *Online) CreateRun(ctx context.Context, req rft.CreateRunRequest, _ Origin) (run rft.Run, err error) {
-	err = o.guard(func() (err error) {
+	err = o.guard(ctx, func() (err error) {
 		run, err = o.c.CreateRun(ctx, req)
 		return err
 	})
@@ -101,15 +147,15 @@ func (o *Online) CreateRun(ctx context.Context, req rft.CreateRunRequest, _ Orig
 func (o *Online) AttachRun(context.Context, string, Origin) error { return o.Refused() }
 
 func (o *Online) PostMetrics(ctx context.Context, runID string, metrics map[string]float64) error {
-	return o.guard(func() error { return o.c.PostMetrics(ctx, runID, metrics) })
+	return o.guard(ctx, func() error { return o.c.PostMetrics(ctx, runID, metrics) })
 }
 
 func (o *Online) Finalize(ctx context.Context, runID string, exitCode int) error {
-	return o.guard(func() error { return o.c.Finalize(ctx, runID, exitCode) })
+	return o.guard(ctx, func() error { return o.c.Finalize(ctx, runID, exitCode) })
 }
 
 func (o *Online) SetStatus(ctx context.Context, runID string, status rft.Status, message string) error {
-	return o.guard(func() error { return o.c.SetStatus(ctx, runID, status, message) })
+	return o.guard(ctx, func() error { return o.c.SetStatus(ctx, runID, status, message) })
 }
 
 // Store runs presign → PUT → confirm, resuming from obj: a URL still
@@ -120,7 +166,7 @@ func (o *Online) Store(ctx context.Context, runID string, obj Object, body []byt
 	now := time.Now()
 	if obj.Key == "" || (!obj.Put && obj.expired(now)) {
 		var p rft.Presigned
-		if err := o.guard(func() (err error) {
+		if err := o.guard(ctx, func() (err error) {
 			p, err = o.c.Presign(ctx, runID, obj.Step) // replayable: only mints a URL
 			return err
 		}); err != nil {
@@ -137,5 +183,5 @@ func (o *Online) Store(ctx context.Context, runID string, obj Object, body []byt
 		save(obj)
 	}
 	// Replayable: a second confirm of a key changes nothing.
-	return o.guard(func() error { return o.c.Confirm(ctx, runID, obj.Step, obj.Key) })
+	return o.guard(ctx, func() error { return o.c.Confirm(ctx, runID, obj.Step, obj.Key) })
 }

@@ -82,6 +82,42 @@ func TestA401StopsEveryCallWithoutARequest(t *testing.T) {
 	assert.Len(t, srv.Requests(), before, "no request after the refusal")
 }
 
+// A 401 that whoami does not confirm (the platform accepts the key) fails
+// that one request for good, and nothing else: a sender who can make the
+// platform answer 401 for a run must not stop every run of the collector.
+func TestA401ThatWhoamiDoesNotConfirmFailsThatRequestOnly(t *testing.T) {
+	srv := rfttest.NewServer(rfttest.Options{APIKey: "k"})
+	t.Cleanup(srv.Close)
+	o := newOnline(t, srv, "k")
+	ctx := context.Background()
+	srv.AddRun("run-1")
+	srv.AddRun("run-2")
+
+	srv.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 401}, rfttest.Fault{Status: 401})
+	err := o.PostMetrics(ctx, "run-1", map[string]float64{"step": 1})
+	require.ErrorIs(t, err, ErrRequestUnauthorized)
+	assert.True(t, Permanent(err), "that request's data is not retried")
+	assert.False(t, KeyRefused(err), "the key is not refused")
+	require.NoError(t, o.Refused())
+
+	// The second 401 within the confirmation's lifetime asks whoami no more.
+	whoamis := func() int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if r.Path == "/api/v1/user/whoami" {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 1, whoamis())
+	require.ErrorIs(t, o.PostMetrics(ctx, "run-1", map[string]float64{"step": 2}), ErrRequestUnauthorized)
+	assert.Equal(t, 1, whoamis())
+
+	require.NoError(t, o.PostMetrics(ctx, "run-2", map[string]float64{"step": 1}), "every other call goes on")
+	require.NoError(t, o.Refused())
+}
+
 // watchedOnline is an Online with one attempt per call (PUTs too), its
 // log observed and its outage watches on a clock the test moves; the fake
 // platform holds run-1.

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/primeintellect/primeexporter/rft"
 )
 
 // platformCall is one call of a platform route.
@@ -120,4 +122,33 @@ func TestPlatformBodiesMustBeStrictJSONObjects(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestWhoamiNamesTheKeysUserAndRefusesAnyOtherKey(t *testing.T) {
+	for _, prefix := range []string{"/api/v1", "/api/internal"} {
+		t.Run(prefix, func(t *testing.T) {
+			s := NewServer(Options{Prefix: prefix})
+			defer s.Close()
+			c, err := rft.New(rft.Options{BaseURL: s.BaseURL() + "/rft", APIKey: defaultAPIKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := c.Whoami(context.Background())
+			if err != nil || u.ID != UserID {
+				t.Fatalf("Whoami() = %+v, %v", u, err)
+			}
+			bad, err := rft.New(rft.Options{BaseURL: s.BaseURL() + "/rft", APIKey: "wrong-key", MaxAttempts: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bad.Whoami(context.Background()); !isUnauthorized(err) {
+				t.Fatalf("a wrong key: %v, want a 401", err)
+			}
+		})
+	}
+}
+
+func isUnauthorized(err error) bool {
+	rerr, ok := rft.AsError(err)
+	return ok && rerr.Class == rft.ClassUnauthorized
 }

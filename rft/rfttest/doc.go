@@ -56,6 +56,13 @@
 // batch_too_large (413) are the fake's own codes for envelope errors the
 // spec names none for.
 //
+// # Who a key belongs to
+//
+// GET /api/v1/user/whoami, whatever the Prefix, with the key in both
+// headers as on the RFT routes, answers {"data":{"id":UserID}} for the
+// server's key and 401 for any other: what a client asks to learn whether
+// a 401 elsewhere was about its key (RouteWhoami takes faults as any route).
+//
 // # Evaluations and the environments hub
 //
 // The server also plays the evaluations API (evals-api.md), always under

@@ -36,6 +36,19 @@ func (s *Server) matchEval(r *http.Request) (ep endpoint, ok, mine bool) {
 	if !found {
 		return endpoint{}, false, false
 	}
+	if rest == "user/whoami" {
+		if r.Method != http.MethodGet {
+			return endpoint{}, false, true
+		}
+		// Both headers, as on the RFT routes: the CLI's check of a key.
+		return endpoint{RouteWhoami, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			if err := s.authenticate(r.Header); err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"id": UserID}})
+		}}, true, true
+	}
 	seg := strings.Split(rest, "/")
 	switch seg[0] {
 	case "environmentshub", "evaluations":

@@ -33,11 +33,17 @@ const (
 	RouteEvalFinalize Route = "eval finalize" // POST /api/v1/evaluations/{id}/finalize (route 6a)
 )
 
+// RouteWhoami is who a key belongs to (rft-api.md), under /api/v1 whatever the Prefix.
+const RouteWhoami Route = "whoami" // GET /api/v1/user/whoami
+
+// UserID is the user the fake's one key belongs to, as whoami answers.
+const UserID = "user-1"
+
 func (r Route) known() bool {
 	switch r {
 	case RouteCreate, RouteMetrics, RoutePresign, RoutePut, RouteConfirm, RouteFinalize, RouteStatus, RouteTraces:
 		return true
-	case RouteEnvResolve, RouteEnvLookup, RouteEvalCreate, RouteEvalSamples, RouteEvalUpdate, RouteEvalFinalize:
+	case RouteEnvResolve, RouteEnvLookup, RouteEvalCreate, RouteEvalSamples, RouteEvalUpdate, RouteEvalFinalize, RouteWhoami:
 		return true
 	}
 	return false
