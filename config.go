@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/primeintellect/primeexporter/internal/runs"
@@ -121,6 +122,10 @@ type RedisConfig struct {
 	DB       int                 `mapstructure:"db"`
 	// Prefix starts every key, so that fleets can share one Redis.
 	Prefix string `mapstructure:"prefix"`
+	// TLS, when present, reaches Redis over TLS (Redis's tls-port): the
+	// registry holds run identities and upload state, and a Redis off the
+	// collector's host is reached across a network.
+	TLS configoptional.Optional[configtls.ClientConfig] `mapstructure:"tls"`
 }
 
 // validate is called by Config.Validate, which names the block.

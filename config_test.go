@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
@@ -210,7 +211,10 @@ func TestEveryKeyOfTheSharedRegistryBlockIsReadAndItsPasswordIsRedacted(t *testi
 	cfg := createDefaultConfig().(*Config)
 	require.NoError(t, sub.Unmarshal(cfg))
 	require.NoError(t, confmap.Validate(cfg))
-	assert.Equal(t, RedisConfig{Endpoint: "redis.example:6380", Password: "redis-secret-5d1", DB: 2, Prefix: "fleet-a"}, cfg.SharedRegistry.Get().Redis)
+	tc := configtls.NewDefaultClientConfig()
+	tc.CAFile = "/etc/prime/redis-ca.pem"
+	assert.Equal(t, RedisConfig{Endpoint: "redis.example:6380", Password: "redis-secret-5d1", DB: 2, Prefix: "fleet-a", TLS: configoptional.Some(tc)},
+		cfg.SharedRegistry.Get().Redis)
 
 	printed := confmap.New()
 	require.NoError(t, printed.Marshal(cfg))

@@ -2,6 +2,7 @@ package primeexporter
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sync"
 
@@ -275,7 +276,7 @@ func (e *primeExporter) outageOptions() []outage.Option {
 // restart will cost without one.
 func (e *primeExporter) openStore(ctx context.Context, host component.Host) (runs.Store, error) {
 	if sr := e.cfg.SharedRegistry.Get(); sr != nil {
-		return e.sharedStore(sr.Redis), nil
+		return e.sharedStore(ctx, sr.Redis)
 	}
 	if e.cfg.Storage == nil {
 		e.logger.Info("No storage configured: a collector restart forgets the runs it served. Runs it created are created again (a second run), " +
@@ -306,13 +307,21 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 // use, so a Redis that is down at start holds back data, not the
 // collector; its outages are the exporter's component status, so that a
 // health check sees what holds the data back.
-func (e *primeExporter) sharedStore(rc RedisConfig) runs.Store {
+func (e *primeExporter) sharedStore(ctx context.Context, rc RedisConfig) (runs.Store, error) {
+	var tlsConfig *tls.Config
+	if t := rc.TLS.Get(); t != nil {
+		var err error
+		// nil when insecure: true asks for no TLS at all.
+		if tlsConfig, err = t.LoadTLSConfig(ctx); err != nil {
+			return nil, fmt.Errorf("shared_registry::redis::tls: %w", err)
+		}
+	}
 	e.logger.Info("The run registry is shared through Redis: collectors with the same shared_registry create each run once and share its sample_id ranges, delivered episodes, pending uploads and close-out",
-		zap.String("endpoint", rc.Endpoint), zap.Int("db", rc.DB), zap.String("prefix", rc.Prefix))
+		zap.String("endpoint", rc.Endpoint), zap.Int("db", rc.DB), zap.String("prefix", rc.Prefix), zap.Bool("tls", tlsConfig != nil))
 	return runs.NewRedisStore(runs.RedisOptions{
-		Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix,
+		Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix, TLS: tlsConfig,
 		Logger: e.logger, Health: e.status.health(statusRunRegistry),
-	})
+	}), nil
 }
 
 // shutdown lets the last pipeline finish the pending close-outs; runs that

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 
 	"github.com/primeintellect/primeexporter/internal/redistest"
@@ -33,8 +35,9 @@ func newFleet(t *testing.T) *fleet {
 	return &fleet{t: t, platform: srv, redis: redistest.New(t)}
 }
 
-// collector starts one more collector of the fleet.
-func (f *fleet) collector() *harness {
+// collector starts one more collector of the fleet; edit, when given,
+// changes its config first.
+func (f *fleet) collector(edit ...func(*Config)) *harness {
 	cfg := createDefaultConfig().(*Config)
 	cfg.ClientConfig.Endpoint = f.platform.BaseURL()
 	cfg.APIKey = testAPIKey
@@ -42,6 +45,9 @@ func (f *fleet) collector() *harness {
 	cfg.FinalizeGrace = 0
 	cfg.FinalizeTimeout = 5 * time.Second
 	cfg.SharedRegistry.GetOrInsertDefault().Redis.Endpoint = f.redis.Addr()
+	for _, e := range edit {
+		e(cfg)
+	}
 	return newHarnessWithHost(f.t, f.platform, cfg, &statusHost{Host: componenttest.NewNopHost()})
 }
 
@@ -196,6 +202,32 @@ func TestAnUploadPutThroughOneCollectorIsOnlyConfirmedThroughTheOther(t *testing
 	require.NoError(t, b.exp.pushLogs(ctx, partial.Data()))
 	assert.Equal(t, []string{"step 10: q-a#0:0"}, objects(t, a.onlyRun()))
 	assert.Equal(t, []string{"presign", "put", "confirm", "confirm", "confirm"}, routes(f.platform), "b sent the confirm alone")
+}
+
+// A Redis that speaks TLS only (a real redis-server on its tls-port, with a
+// CA of the test's own): collectors with shared_registry.redis.tls share
+// the run through it; one without tls is not let in, and loses nothing.
+func TestAFleetSharesItsRegistryThroughARedisOverTLS(t *testing.T) {
+	srv := rfttest.NewServer(rfttest.Options{APIKey: testAPIKey})
+	t.Cleanup(srv.Close)
+	f := &fleet{t: t, platform: srv, redis: redistest.NewTLS(t)}
+	withTLS := func(cfg *Config) {
+		tc := configtls.NewDefaultClientConfig()
+		tc.CAFile = f.redis.CAFile()
+		cfg.SharedRegistry.Get().Redis.TLS = configoptional.Some(tc)
+	}
+	a, b := f.collector(withTLS), f.collector(withTLS)
+	ctx := context.Background()
+	require.NoError(t, a.exp.pushMetrics(ctx, gauges(trainRun("over-tls"), map[int64]map[string]float64{1: {"loss": 1}})))
+	require.NoError(t, b.exp.pushMetrics(ctx, gauges(trainRun("over-tls"), map[int64]map[string]float64{2: {"loss": 2}})))
+	assert.Equal(t, 1, f.creates(), "the second collector found the run in the registry")
+	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 2}}, a.onlyRun().Metrics)
+
+	plain := f.collector()
+	err := plain.exp.pushMetrics(ctx, gauges(trainRun("over-tls"), map[int64]map[string]float64{3: {"loss": 3}}))
+	require.Error(t, err, "a collector without tls cannot use the registry")
+	assert.False(t, consumererror.IsPermanent(err), "its data waits in the retry")
+	assert.Equal(t, 1, f.creates())
 }
 
 func TestWhileRedisIsDownAPushIsRetryableCreatesNothingAndTheStatusSaysSoThenItLandsOnce(t *testing.T) {

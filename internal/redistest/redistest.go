@@ -7,6 +7,7 @@ package redistest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"net"
 	"os/exec"
 	"strconv"
@@ -21,6 +22,8 @@ type Server struct {
 	t    testing.TB
 	bin  string
 	port int
+	// tls, for NewTLS: the server listens on its port with TLS only.
+	tls *tlsFiles
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -30,14 +33,35 @@ type Server struct {
 // New runs a redis-server for the test and stops it when the test ends.
 func New(t testing.TB) *Server {
 	t.Helper()
+	return start(t, nil)
+}
+
+// NewTLS runs a redis-server that speaks TLS only, with a certificate for
+// 127.0.0.1 from a CA of the test's own (CAFile), and no client
+// certificate asked for.
+func NewTLS(t testing.TB) *Server {
+	t.Helper()
+	return start(t, newTLSFiles(t))
+}
+
+func start(t testing.TB, tf *tlsFiles) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server is not on PATH: the shared run registry's tests need a real Redis. Run scripts/test.sh, which installs it (apt-get install redis-server), or install it yourself: %v", err)
 	}
-	s := &Server{t: t, bin: bin, port: freePort(t)}
+	s := &Server{t: t, bin: bin, port: freePort(t), tls: tf}
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// CAFile is the PEM file of the CA that signed a NewTLS server's certificate.
+func (s *Server) CAFile() string {
+	if s.tls == nil {
+		return ""
+	}
+	return s.tls.ca
 }
 
 // Addr is host:port.
@@ -52,8 +76,13 @@ func (s *Server) Start() {
 		return
 	}
 	out := &bytes.Buffer{}
-	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"}
+	if s.tls != nil {
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(s.port),
+			"--tls-cert-file", s.tls.cert, "--tls-key-file", s.tls.key, "--tls-ca-cert-file", s.tls.ca, "--tls-auth-clients", "no")
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("starting redis-server: %v", err)
@@ -61,7 +90,7 @@ func (s *Server) Start() {
 	s.cmd, s.out = cmd, out
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ping(s.Addr()) {
+		if ping(s.Addr(), s.tls) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -89,8 +118,14 @@ func (s *Server) stopLocked() {
 }
 
 // ping sends PING in the inline protocol and looks for +PONG.
-func ping(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+func ping(addr string, tf *tlsFiles) bool {
+	var c net.Conn
+	var err error
+	if tf != nil {
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: 200 * time.Millisecond}, "tcp", addr, &tls.Config{RootCAs: tf.pool})
+	} else {
+		c, err = net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	}
 	if err != nil {
 		return false
 	}

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,8 @@ type RedisOptions struct {
 	DB       int
 	// Prefix starts every key, so that several fleets can share a Redis.
 	Prefix string
+	// TLS, when set, reaches Redis over TLS.
+	TLS    *tls.Config
 	Logger *zap.Logger
 	// Health is told when Redis stops answering (err) and when it answers
 	// again (nil), once per change.
@@ -151,9 +154,10 @@ return 0
 // pushes, not the collector.
 func NewRedisStore(opts RedisOptions) *RedisStore {
 	c := redis.NewClient(&redis.Options{
-		Addr:     opts.Endpoint,
-		Password: opts.Password,
-		DB:       opts.DB,
+		Addr:      opts.Endpoint,
+		Password:  opts.Password,
+		DB:        opts.DB,
+		TLSConfig: opts.TLS,
 		// A push waits on Redis; a short bound hands the data back to the
 		// collector's retry instead of holding a queue consumer.
 		DialTimeout:           2 * time.Second,
