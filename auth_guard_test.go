@@ -44,7 +44,11 @@ func TestABadKeyStopsEverySendAndReportsAPermanentErrorStatus(t *testing.T) {
 		assert.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("k"), map[int64]map[string]float64{int64(i): {"loss": 1}})), "a bad key is not retried batch after batch")
 		assert.NoError(t, h.exp.pushLogs(ctx, events(trainRun("k"), episode(10, "x"))))
 	}
-	assert.Len(t, srv.Requests(), 1, "one refused request, then none")
+	var paths []string
+	for _, r := range srv.Requests() {
+		paths = append(paths, r.Path)
+	}
+	assert.Equal(t, []string{"/api/v1/rft/external-runs", "/api/v1/user/whoami"}, paths, "one refused request, confirmed by whoami, then none")
 	assert.Equal(t, int64(9), h.count(metricRejected, map[string]string{"reason": "unauthorized"}))
 
 	host := h.host.(*statusHost)

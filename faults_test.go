@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -372,6 +373,40 @@ func TestACloseOutThatFailsForAWhileIsTriedAgainUntilItLands(t *testing.T) {
 	}
 }
 
+// A 401 on finalize that whoami does not confirm (the platform accepts the
+// key) was about that request: it falls back to the status route as any
+// other refusal of finalize does, and the collector goes on.
+func TestAFinalize401ThatTheKeySurvivesFallsBackToTheStatusRoute(t *testing.T) {
+	r := newFaultRig(t)
+	r.platform.Inject(rfttest.RouteFinalize, rfttest.Fault{Status: http.StatusUnauthorized})
+	route := faultRouteOf(t, rfttest.RouteFinalize)
+	require.NoError(t, route.push(r))
+	r.waitCloseOut()
+	run := r.trackedRun()
+	assert.Equal(t, rfttest.StatusCompleted, run.Status)
+	assert.Equal(t, 1, r.calls()[rfttest.RouteStatus])
+	whoamis := 0
+	for _, req := range r.platform.Requests() {
+		if strings.HasSuffix(req.Path, "/user/whoami") {
+			whoamis++
+		}
+	}
+	assert.Equal(t, 1, whoamis, "the 401 was checked with whoami")
+	assert.Contains(t, r.logText(), "accepts the API key")
+}
+
+// faultRouteOf is faultRoutes' row of route.
+func faultRouteOf(t *testing.T, route rfttest.Route) faultRoute {
+	t.Helper()
+	for _, fr := range faultRoutes() {
+		if fr.route == route {
+			return fr
+		}
+	}
+	t.Fatalf("no fault route %s", route)
+	return faultRoute{}
+}
+
 // The rows of the table that are never retried: the status codes that
 // say the request itself is wrong or not allowed.
 func TestAPermanentAnswerIsNeitherRetriedInPlaceNorHandedBack(t *testing.T) {
@@ -412,6 +447,10 @@ func TestAPermanentAnswerIsNeitherRetriedInPlaceNorHandedBack(t *testing.T) {
 				t.Parallel()
 				r := newFaultRig(t)
 				r.platform.Inject(route.route, rfttest.Fault{Status: status})
+				if status == http.StatusUnauthorized {
+					// whoami refuses the key too: the key is bad, not the request.
+					r.platform.Inject(rfttest.RouteWhoami, rfttest.Fault{Status: status})
+				}
 				require.NoError(t, route.push(r), "dropped and counted, not retried")
 				if route.closeOut {
 					r.waitCloseOut()
