@@ -68,7 +68,7 @@ def patched(env: Optional[Dict[str, str]] = None, ask_collector: bool = False):
     keep = {k: v for k, v in os.environ.items() if not _run_variable(k)}
     keep.update(env or {})
     check = mock.patch("prime_otel._status.check", fake.check) if not ask_collector else contextlib.nullcontext()
-    with mock.patch.dict(os.environ, keep, clear=True), mock.patch("prime_otel.run._otel", fake), check, \
+    with mock.patch.dict(os.environ, keep, clear=True), mock.patch("prime_otel.start._otel", fake), check, \
             mock.patch("prime_otel.run.atexit") as fake_atexit, mock.patch("prime_otel.run.Run.install_signal_handlers"):
         fake.atexit = fake_atexit
         yield fake

@@ -33,7 +33,8 @@ from .errors import (
     is_transient,
 )
 from .models import CONFIG_SOURCE_KEY, ConfigSource, EnvironmentRef, RunKind, RunStatus, TrainingSpec
-from .run import MODE_ENV, Run, init
+from .run import Run
+from .start import MODE_ENV, init
 
 __all__ = [
     "init",

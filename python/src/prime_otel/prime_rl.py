@@ -20,7 +20,8 @@ import os
 from typing import Any, Dict, Optional
 
 from .models import TrainingSpec
-from .run import Run, init
+from .run import Run
+from .start import init
 
 try:  # pragma: no cover - depends on what the trainer has installed
     from prime_rl.monitors.base import Monitor as _Base

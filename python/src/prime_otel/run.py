@@ -1,5 +1,5 @@
-"""``init()`` and the ``Run`` it returns: the ``prime_runs`` API, sent as OTLP
-events to a collector with the prime exporter instead of to the platform.
+"""The ``Run`` that ``init()`` (``start``) returns: the ``prime_runs`` API, sent
+as OTLP events to a collector with the prime exporter instead of to the platform.
 
 The collector holds the API key, creates the run, retries, queues and
 closes the run out; this process only says what happened, in four events:
@@ -17,73 +17,30 @@ every record until the collector acknowledged it (``_delivery``).
 """
 
 import atexit
-import json
 import logging
 import math
 import os
 import signal
-import sys
 import threading
 import time
-import uuid
 from collections.abc import Mapping
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Union
 
-from . import _fork, _otel, _status, _transport
-from .errors import (
-    APIError,
-    ConfigurationError,
-    DeliveryError,
-    EnvironmentResolutionError,
-    ForbiddenError,
-    NotFoundError,
-    PaymentRequiredError,
-    RunFinishedError,
-    UnauthorizedError,
-)
-from .models import (
-    CONFIG_SOURCE_KEY,
-    ConfigSource,
-    EnvironmentRef,
-    Mode,
-    OnError,
-    RunKind,
-    RunSpec,
-    RunStatus,
-    TrainingSpec,
-    normalize_config,
-)
-from .values import drop_non_finite, finite, json_text, plain, scalars
+from . import _fork, _keys, _otel, _status
+from .errors import DeliveryError, RunFinishedError
+from .models import CONFIG_SOURCE_KEY, ConfigSource, Mode, OnError, RunKind, RunSpec, RunStatus
+from .values import drop_non_finite, json_text, plain, scalars
 
 logger = logging.getLogger("prime_otel")
 
-MODE_ENV = "PRIME_RUNS_MODE"
-KEY_ENV = "PRIME_RUN_KEY"
-ID_ENVS = ("PRIME_RUN_ID", "RUN_ID")
-TEAM_ENV = "PRIME_TEAM_ID"
-ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
-LOGS_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"
-STATUS_ENV = "PRIME_STATUS_ENDPOINT"
-QUEUE_BYTES_ENV = "PRIME_OTEL_QUEUE_BYTES"
-DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
-RANK_ENVS = ("RANK", "DP_RANK", "LOCAL_RANK")
 #: How long ``finish()`` waits for queued events to reach the collector. The
 #: collector's queue then owns them: this is a hand-off, not the upload, so
 #: it is shorter than ``prime_runs``'s 300 s (one upload's timeout there).
 DEFAULT_FINISH_TIMEOUT = 30.0
-#: How long ``init()`` waits for the collector to say what became of the run.
-#: The collector's queue hands a request on within its batch flush_timeout
-#: (5 s by default), and the create is one platform call after that.
-DEFAULT_INIT_TIMEOUT = 20.0
 
 EVENT_METRICS = "prime.metrics"
 EVENT_EPISODE = "prime.episode"
 EVENT_END = "prime.run.end"
-
-#: Run keys this process put into PRIME_RUN_KEY, with the pid that did: a key
-#: this very process exported belongs to its previous run, not to a parent
-#: whose run it should join (a forked child has another pid).
-_exported_keys: Dict[str, int] = {}
 
 
 class Run:
@@ -334,7 +291,8 @@ class Run:
         self._status = status
         atexit.unregister(self._atexit_hook)
         self._restore_signal_handlers()
-        self._retract_key()
+        if self._owns_lifecycle and self._key:
+            _keys.retract(self._key)
         pipeline = self._pipeline
         if pipeline is None:
             return
@@ -369,8 +327,7 @@ class Run:
             )
 
     def _undelivered(self, what: str, result: Any, budget: float) -> None:
-        kinds = ", ".join(_KIND_NAMES[k] if k in _KIND_NAMES and n == 1 and k in _ONCE else f"{n} {_KIND_NAMES.get(k, k or 'other records')}"
-                          for k, n in sorted(result.by_kind.items()))
+        kinds = ", ".join(_kind(k, n) for k, n in sorted(result.by_kind.items()))
         message = (
             f"run {self.id}: {result.undelivered} records did not reach the collector within {budget:g} s of {what}()"
             f" ({kinds}); last error: {result.last_error or 'none'}"
@@ -468,13 +425,6 @@ class Run:
                 continue
         self._previous_signal_handlers.clear()
 
-    def _retract_key(self) -> None:
-        """Processes started after the run ended must not join it."""
-        if self._owns_lifecycle and self._key and _exported_keys.get(self._key) == os.getpid():
-            if os.environ.get(KEY_ENV) == self._key:
-                os.environ.pop(KEY_ENV, None)
-            _exported_keys.pop(self._key, None)
-
     def _on_process_exit(self) -> None:
         if self._finished:
             return
@@ -494,240 +444,11 @@ class Run:
         self._pipeline.emit(event, attributes, body, when_ns)
 
 
-_KIND_NAMES = {EVENT_METRICS: "metric rows", EVENT_EPISODE: "episodes", EVENT_END: "the end event", "prime.run.start": "the start event"}
-_ONCE = (EVENT_END, "prime.run.start")
-
-
-def init(
-    *,
-    kind: RunKind = "eval",
-    name: Optional[str] = None,
-    model: Optional[str] = None,
-    environments: Optional[Sequence[Any]] = None,
-    training: Optional[TrainingSpec] = None,
-    config: Optional[Any] = None,
-    team_id: Optional[str] = None,
-    id: Optional[str] = None,
-    key: Optional[str] = None,
-    endpoint: Optional[str] = None,
-    status_endpoint: Optional[str] = None,
-    mode: Optional[Mode] = None,
-    framework: Optional[str] = None,
-    description: Optional[str] = None,
-    tags: Optional[Sequence[str]] = None,
-    summary: Optional[Mapping[str, Any]] = None,
-    on_error: OnError = "warn",
-    finish_timeout: Optional[float] = None,
-    init_timeout: Optional[float] = None,
-    queue_bytes: Optional[int] = None,
-    queue_size: Optional[int] = None,
-    handle_signals: bool = True,
-    api_key: Optional[str] = None,
-    base_url: Optional[str] = None,
-    **ignored: Any,
-) -> Run:
-    """Start a run. ``prime_runs.init``'s arguments (its default kind is an
-    evaluation, as there), plus where the collector is (``endpoint``,
-    ``status_endpoint``), which run this is (``key``, shared by every process
-    of the run) and how much may wait for the collector (``queue_bytes``).
-    ``api_key`` and ``base_url`` are accepted so calls written for the platform
-    SDK run unchanged, and ignored: the collector holds the key.
-
-    Online, ``init()`` asks the collector what became of the run, for up to
-    ``init_timeout`` seconds: a refused run raises here (``UnauthorizedError``,
-    ``ForbiddenError``, ``ConfigurationError`` for a missing team), and
-    ``run.id`` and ``run.url`` are the platform's."""
-    if kind not in ("train", "eval"):
-        raise ConfigurationError(f"kind={kind!r} is not one of 'train' or 'eval'")
-    if training is not None and kind != "train":
-        raise ConfigurationError("training= only applies to kind='train'")
-    if api_key is not None or base_url is not None:
-        logger.debug("prime_otel: api_key and base_url are the collector's settings; ignored here")
-    if ignored:
-        logger.debug("prime_otel: init() arguments with no meaning over OTLP, ignored: %s", ", ".join(sorted(ignored)))
-
-    spec = RunSpec(
-        kind=kind,
-        name=name,
-        model=model,
-        environments=[EnvironmentRef.coerce(e) for e in (environments or [])],
-        training=training,
-        config=normalize_config(config),
-        team_id=team_id if team_id is not None else (os.environ.get(TEAM_ENV) or None),
-        framework=framework,
-        description=description,
-        tags=list(tags or []),
-        summary=drop_non_finite(plain(summary or {})),
-    )
-    resolved_mode = _mode(mode)
-    rank = _rank()
-    if resolved_mode == "disabled":
-        return Run(spec=spec, pipeline=None, key=None, attached_id=id, rank=rank, mode=resolved_mode,
-                   on_error=on_error, finish_timeout=finish_timeout, local_id=id or "disabled-" + uuid.uuid4().hex[:16])
-    if id is None and kind == "train":
-        id = next((os.environ[v] for v in ID_ENVS if os.environ.get(v)), None)
-    if id is None:
-        key = key or _inherited_key() or None
-        if key is None:
-            key = _new_key(rank)
-    attributes = _resource(spec, attached_id=id, key=key)
-    otlp = endpoint or os.environ.get(LOGS_ENDPOINT_ENV) or os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT
-    info = _check(attributes, otlp, status_endpoint, kind, key, id, init_timeout)
-    pipeline = _otel.open_pipeline(attributes, otlp, max_bytes=_queue_bytes(queue_bytes), max_records=queue_size)
-    run = Run(
-        spec=spec,
-        pipeline=pipeline,
-        key=None if id else key,
-        attached_id=id,
-        rank=rank,
-        mode=resolved_mode,
-        on_error=on_error,
-        finish_timeout=finish_timeout,
-        info=info,
-    )
-    if handle_signals and rank == 0:
-        run.install_signal_handlers()
-    if run.url:
-        logger.info("prime_otel: run %s: %s", run.id, run.url)
-    return run
-
-
-def _check(attributes: Dict[str, Any], otlp: str, status_endpoint: Optional[str], kind: str, key: Optional[str],
-           run_id: Optional[str], init_timeout: Optional[float]) -> _status.RunInfo:
-    """The collector's answer about the run; raises when it refused the run."""
-    timeout = DEFAULT_INIT_TIMEOUT if init_timeout is None else max(0.0, float(init_timeout))
-    base = _status.status_base(otlp, status_endpoint or os.environ.get(STATUS_ENV))
-    info = _status.check(
-        attributes, logs_url=_otel.logs_url(otlp), status_url=base, headers=_transport.otlp_headers(os.environ),
-        kind=kind, key=key, run_id=run_id, timeout=timeout,
-    )
-    who = run_id or key
-    if info.state == "refused":
-        raise _refusal(who, info)
-    if info.state == "closed":
-        raise ConfigurationError(
-            f"run {who} is already closed ({info.status or 'ended'}); a run's key names one run: use a new {KEY_ENV}"
-        )
-    if info.state == "unchecked":
-        if info.status_code in (401, 403):
-            raise ConfigurationError(
-                f"the collector refused the run's first request ({info.error}): it wants credentials; "
-                "set OTEL_EXPORTER_OTLP_HEADERS (for example authorization=Bearer%20<token>)"
-            )
-        logger.warning("prime_otel: run %s was not checked (%s); its records wait in the queue until a collector takes them", who, info.error)
-    elif info.state in ("unknown", "pending"):
-        logger.warning(
-            "prime_otel: the collector has not created run %s within %.0f s (%s); it goes on, and the collector keeps trying",
-            who, timeout, "the platform has not answered yet" if info.state == "pending" else "the start event has not reached its exporter yet",
-        )
-    return info
-
-
-def _refusal(who: Optional[str], info: _status.RunInfo) -> Exception:
-    """The collector's refusal as the exception ``prime_runs`` raises for it."""
-    message = f"run {who} was refused: {info.error or info.reason}"
-    code = info.status_code
-    if info.reason == "no_team":
-        return ConfigurationError(f"{message} (set PRIME_TEAM_ID, init(team_id=), or the exporter's team_id)")
-    if info.reason and info.reason.startswith("environment") or "resolving the environments" in (info.error or ""):
-        return EnvironmentResolutionError(message)
-    if info.reason == "unauthorized" or code == 401:
-        return UnauthorizedError(message, status_code=401, code=info.reason)
-    if code == 402:
-        return PaymentRequiredError(message, status_code=402, code=info.reason)
-    if code == 403 or (code is None and "403" in (info.error or "")):
-        return ForbiddenError(message, status_code=403, code=info.reason)
-    if code == 404:
-        return NotFoundError(message, status_code=404, code=info.reason)
-    return APIError(message, status_code=code, code=info.reason)
-
-
-def _queue_bytes(value: Optional[int]) -> int:
-    if value is None:
-        raw = os.environ.get(QUEUE_BYTES_ENV)
-        if not raw:
-            return _otel._delivery.DEFAULT_MAX_BYTES
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ConfigurationError(f"{QUEUE_BYTES_ENV}={raw!r} is not a number of bytes") from None
-    if value <= 0:
-        raise ConfigurationError(f"queue_bytes={value!r} must be a positive number of bytes")
-    return value
-
-
-def _inherited_key() -> Optional[str]:
-    """PRIME_RUN_KEY when a launcher or a parent process set it; not when this
-    process set it for a run it started before (a second init() is a new run)."""
-    value = os.environ.get(KEY_ENV)
-    if not value or _exported_keys.get(value) == os.getpid():
-        return None
-    return value
-
-
-def _mode(mode: Optional[str]) -> Mode:
-    if mode is None:
-        mode = (os.environ.get(MODE_ENV) or "online").strip().lower()
-    if mode not in ("online", "disabled"):
-        raise ConfigurationError(f"mode={mode!r} is not one of 'online' or 'disabled' (from the argument or {MODE_ENV})")
-    return mode  # type: ignore[return-value]
-
-
-def _rank() -> int:
-    for name in RANK_ENVS:
-        raw = os.environ.get(name)
-        if raw:
-            try:
-                return int(raw)
-            except ValueError:
-                raise ConfigurationError(f"{name}={raw!r} is not an integer rank") from None
-    return 0
-
-
-def _new_key(rank: int) -> str:
-    """A fresh key for a run nobody named. Only rank 0 may draw one: ranks
-    that each drew their own would become runs of their own."""
-    if rank != 0:
-        raise ConfigurationError(
-            f"rank {rank} has no run key: set {KEY_ENV} (the same in every rank) in the launcher's environment"
-        )
-    key = "run-" + uuid.uuid4().hex[:16]
-    # Processes this one starts from now on (ranks, workers) share the key.
-    os.environ[KEY_ENV] = key
-    _exported_keys[key] = os.getpid()
-    print(f"prime_otel: run key {key} (set {KEY_ENV}={key} to send more data to this run)", file=sys.stderr)
-    return key
-
-
-def _resource(spec: RunSpec, *, attached_id: Optional[str], key: Optional[str]) -> Dict[str, Any]:
-    """The resource attributes that tell the collector which run this is and,
-    for a run it creates, what to create (docs/telemetry.md §1)."""
-    attributes: Dict[str, Any] = {"prime.run.kind": spec.kind}
-    if attached_id:
-        attributes["prime.run.id"] = attached_id
-    else:
-        attributes["prime.run.key"] = key
-    optional = {
-        "prime.run.name": spec.name,
-        "prime.run.model": spec.model,
-        "prime.run.team_id": spec.team_id,
-    }
-    attributes.update({k: v for k, v in optional.items() if v})
-    if spec.environments:
-        attributes["prime.run.environments"] = [e.wire() for e in spec.environments]
-    if spec.config:
-        # A resource attribute cannot be a map in the Python SDK: JSON text is taken.
-        attributes["prime.run.config"] = json.dumps(finite(plain(spec.config)), separators=(",", ":"))
-    if spec.training is not None:
-        attributes.update(spec.training.attributes())
-    if spec.kind == "eval":
-        if spec.tags:
-            attributes["prime.eval.tags"] = [str(t) for t in spec.tags]
-        if spec.framework:
-            attributes["prime.eval.framework"] = spec.framework
-        if spec.description:
-            attributes["prime.eval.description"] = spec.description
-    return attributes
+def _kind(event: str, n: int) -> str:
+    """``n`` records of one event, as a message names them."""
+    if event in (EVENT_END, "prime.run.start"):  # one a run
+        return "the end event" if event == EVENT_END else "the start event"
+    return f"{n} " + {EVENT_METRICS: "metric rows", EVENT_EPISODE: "episodes"}.get(event, event or "other records")
 
 
 def _step(value: Any) -> Optional[int]:

@@ -1,5 +1,5 @@
 
-á
+ß
 ÷
 "
 telemetry.sdk.language
@@ -12,7 +12,7 @@
 1.44.0
 =
 service.instance.id&
-$9757eac3-5346-442a-98fe-690c6891f815
+$19ef68e1-d406-4522-b72c-e00c795b2832
 
 prime.run.kind
 eval
@@ -41,8 +41,8 @@ $
 	verifiers
 !
 service.name
-unknown_serviceä
+unknown_serviceâ
 
 
-prime_otel0.1.0Ì	,¥Qî*¨
-¥{"id":"e3992265ab4e4d66894ccbbd64c7d2e3","env":{"id":"primeintellect/gsm8k","name":"gsm8k"},"task":{"type":"MathTask","data":{"idx":0,"question":"What is 0 + 0?","answer":"0"}},"run":{"type":"eval","work":{"type":"eval","step":0}},"ok":true,"errors":[],"traces":[{"version":1,"id":"13a137feac5b485db0d3979110f21a6d","task":{"type":"MathTask","data":{"idx":0,"question":"What is 0 + 0?","answer":"0"}},"agent":{"name":"solver","trainable":true},"nodes":[{"message":{"role":"system","content":"Answer briefly."},"sampled":false,"token_ids":[1,2]},{"parent":0,"message":{"role":"user","content":"What is 0 + 0?"},"sampled":false,"token_ids":[3,4,5]},{"parent":1,"message":{"role":"assistant","content":"0"},"sampled":true,"token_ids":[6,7],"logprobs":[-0.1,-0.2]}],"calls":[{"node":2,"model":"Qwen/Qwen3-0.6B","usage":{"prompt_tokens":5,"completion_tokens":2},"time":{"start":1796398693.5836048,"end":1796398694.5836048}}],"rewards":{"correct_answer":{"score":1.0,"weight":1.0}},"metrics":{"num_turns":1.0},"info":{"advantage":0.5},"is_completed":true,"ok":true}]}Y^‰¥Qîbprime.episode
+prime_otel0.1.0Ê	ly·ÌÇî*¦
+£{"id":"b0768127f0f44dedafb4df545673a26d","env":{"id":"primeintellect/gsm8k","name":"gsm8k"},"task":{"type":"MathTask","data":{"idx":0,"question":"What is 0 + 0?","answer":"0"}},"run":{"type":"eval","work":{"type":"eval","step":0}},"ok":true,"errors":[],"traces":[{"version":1,"id":"2d890200f0ce41d693c164db6ff80ee0","task":{"type":"MathTask","data":{"idx":0,"question":"What is 0 + 0?","answer":"0"}},"agent":{"name":"solver","trainable":true},"nodes":[{"message":{"role":"system","content":"Answer briefly."},"sampled":false,"token_ids":[1,2]},{"parent":0,"message":{"role":"user","content":"What is 0 + 0?"},"sampled":false,"token_ids":[3,4,5]},{"parent":1,"message":{"role":"assistant","content":"0"},"sampled":true,"token_ids":[6,7],"logprobs":[-0.1,-0.2]}],"calls":[{"node":2,"model":"Qwen/Qwen3-0.6B","usage":{"prompt_tokens":5,"completion_tokens":2},"time":{"start":1796403845.314319,"end":1796403846.314319}}],"rewards":{"correct_answer":{"score":1.0,"weight":1.0}},"metrics":{"num_turns":1.0},"info":{"advantage":0.5},"is_completed":true,"ok":true}]}Y)Õ·ÌÇîbprime.episode
