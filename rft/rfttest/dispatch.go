@@ -12,7 +12,9 @@ const maxBody = 64 << 20
 // the route's next scripted fault if one is queued.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	req := s.record(r, body)
+	// Matched first so that the record knows where the route takes its key.
+	ep, ok := s.match(r)
+	req := s.record(r, body, ep.route)
 	if err != nil {
 		writeError(w, refuse(http.StatusBadRequest, "could not read the body: %v", err))
 		return
@@ -25,7 +27,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		dropConnection(w)
 		return
 	}
-	ep, ok := s.match(r)
 	if !ok {
 		writeError(w, refuse(http.StatusNotFound, "Not Found"))
 		return

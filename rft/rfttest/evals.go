@@ -23,10 +23,10 @@ const (
 	maxStatusMessage = 4096
 )
 
-// evalFunc handles a decoded, authenticated call of the evaluations API: it
-// reads the body's keys through f (empty for a GET) and refuses the body on
-// f.check() before it acts. body is the request as received.
-type evalFunc func(f *fields, body []byte) (reply, error)
+// evalFunc handles a decoded, authenticated call of the evaluations API
+// from the user who: it reads the body's keys through f (empty for a GET)
+// and refuses the body on f.check() before it acts.
+type evalFunc func(who *account, f *fields) (reply, error)
 
 // matchEval finds the endpoint of an evaluations-API request. mine=false
 // leaves the request to the other routes; mine with ok=false is an unknown
@@ -40,14 +40,7 @@ func (s *Server) matchEval(r *http.Request) (ep endpoint, ok, mine bool) {
 		if r.Method != http.MethodGet {
 			return endpoint{}, false, true
 		}
-		// Both headers, as on the RFT routes: the CLI's check of a key.
-		return endpoint{RouteWhoami, func(w http.ResponseWriter, r *http.Request, _ []byte) {
-			if err := s.authenticate(r.Header); err != nil {
-				writeError(w, err)
-				return
-			}
-			writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"id": UserID}})
-		}}, true, true
+		return s.whoami(), true, true
 	}
 	seg := strings.Split(rest, "/")
 	switch seg[0] {
@@ -71,7 +64,7 @@ func (s *Server) matchEval(r *http.Request) (ep endpoint, ok, mine bool) {
 		if !ok1 || !ok2 {
 			return endpoint{}, false, true
 		}
-		return s.evalEndpoint(RouteEnvLookup, 0, func(*fields, []byte) (reply, error) {
+		return s.evalEndpoint(RouteEnvLookup, 0, func(*account, *fields) (reply, error) {
 			return s.lookupEnvironment(owner, name)
 		}), true, true
 	case post && rest == "evaluations/":
@@ -91,27 +84,30 @@ func (s *Server) matchEval(r *http.Request) (ep endpoint, ok, mine bool) {
 	}
 	switch {
 	case post && len(seg) == 3 && seg[2] == "samples":
-		return s.evalEndpoint(RouteEvalSamples, maxSamplesBody, func(f *fields, _ []byte) (reply, error) {
-			return s.appendSamples(f, id)
+		return s.evalEndpoint(RouteEvalSamples, maxSamplesBody, func(who *account, f *fields) (reply, error) {
+			return s.appendSamples(who, f, id)
 		}), true, true
 	case post && len(seg) == 3 && seg[2] == "finalize":
-		return s.evalEndpoint(RouteEvalFinalize, 0, func(f *fields, _ []byte) (reply, error) {
-			return s.finalizeEvaluation(f, id)
+		return s.evalEndpoint(RouteEvalFinalize, 0, func(who *account, f *fields) (reply, error) {
+			return s.finalizeEvaluation(who, f, id)
 		}), true, true
 	case put && len(seg) == 2:
-		return s.evalEndpoint(RouteEvalUpdate, 0, func(f *fields, _ []byte) (reply, error) {
-			return s.updateEvaluation(f, id)
+		return s.evalEndpoint(RouteEvalUpdate, 0, func(who *account, f *fields) (reply, error) {
+			return s.updateEvaluation(who, f, id)
 		}), true, true
 	}
 	return endpoint{}, false, true
 }
 
 // evalEndpoint wraps a route of the evaluations API: the key as a Bearer
-// token, a body within limit (0: the server's own cap), then a compact JSON
-// object (no body at all on a GET), then the route's own rules.
+// token, the one header evals-api.md names (the routes are all on the
+// public router; an x-api-key is neither needed nor looked at), a body
+// within limit (0: the server's own cap), then a compact JSON object (no
+// body at all on a GET), then the route's own rules.
 func (s *Server) evalEndpoint(route Route, limit int, fn evalFunc) endpoint {
 	return endpoint{route, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		if err := s.authenticateBearer(r.Header); err != nil {
+		who, err := s.authenticate(r.Header, bearerOnly)
+		if err != nil {
 			writeError(w, err)
 			return
 		}
@@ -137,25 +133,13 @@ func (s *Server) evalEndpoint(route Route, limit int, fn evalFunc) endpoint {
 				return
 			}
 		}
-		rep, err := fn(newFields(obj, ""), body)
+		rep, err := fn(who, newFields(obj, ""))
 		if err != nil {
 			writeError(w, err)
 			return
 		}
 		writeJSON(w, rep.status, rep.body)
 	}}
-}
-
-// authenticateBearer demands the key as Authorization: Bearer, the one
-// header evals-api.md names (the routes are all on the public router). An
-// x-api-key is neither needed nor looked at. The detail never echoes what
-// was sent.
-func (s *Server) authenticateBearer(h http.Header) error {
-	scheme, token, ok := strings.Cut(h.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token != s.apiKey {
-		return refuse(http.StatusUnauthorized, "Invalid or missing API key in the Authorization header (want: Bearer <key>)")
-	}
-	return nil
 }
 
 // isCompact reports whether a valid JSON body has no insignificant space.
@@ -169,7 +153,7 @@ func isCompact(body []byte) bool {
 // a second one: the hazard the spec calls "not replayable". Every
 // environment must be in the hub, and a pinned version one of its Versions
 // when it lists any (404 otherwise).
-func (s *Server) createEvaluation(f *fields, _ []byte) (reply, error) {
+func (s *Server) createEvaluation(who *account, f *fields) (reply, error) {
 	name := f.nonEmptyStr("name", required)
 	envs := f.list("environments", required)
 	tags := f.list("tags", required)
@@ -213,7 +197,7 @@ func (s *Server) createEvaluation(f *fields, _ []byte) (reply, error) {
 		}
 	}
 	spec := copyObject(f.m)
-	ev := &evalState{id: s.newEvalIDLocked(), spec: spec, status: StatusRunning, metadata: copyObject(metadata)}
+	ev := &evalState{id: s.newEvalIDLocked(), owner: who.id, spec: spec, status: StatusRunning, metadata: copyObject(metadata)}
 	s.addEvalLocked(ev)
 	return reply{http.StatusCreated, map[string]any{
 		"evaluation_id": ev.id,
@@ -226,7 +210,7 @@ func (s *Server) createEvaluation(f *fields, _ []byte) (reply, error) {
 // appendSamples handles POST /api/v1/evaluations/{id}/samples (route 4):
 // the samples are appended in order, whatever was appended before, so a
 // replay stores them twice. Each must be an object with a sample_id.
-func (s *Server) appendSamples(f *fields, id string) (reply, error) {
+func (s *Server) appendSamples(who *account, f *fields, id string) (reply, error) {
 	samples := f.list("samples", required)
 	if err := f.check(); err != nil {
 		return reply{}, err
@@ -245,7 +229,7 @@ func (s *Server) appendSamples(f *fields, id string) (reply, error) {
 		}
 		rows[i] = copyObject(m)
 	}
-	return s.withOpenEval(id, "add samples to", func(e *evalState) (reply, error) {
+	return s.withOpenEval(who, id, "add samples to", func(e *evalState) (reply, error) {
 		e.samples = append(e.samples, rows...)
 		e.appends = append(e.appends, len(rows))
 		return reply{http.StatusOK, successBody()}, nil
@@ -275,9 +259,9 @@ func checkSampleID(i int, m map[string]any) error {
 // bodies: {"status", "error_message"?} (route 6b) or {"metadata"?,
 // "metrics"?} (route 5). Metadata replaces the whole document; metrics
 // become the summary.
-func (s *Server) updateEvaluation(f *fields, id string) (reply, error) {
+func (s *Server) updateEvaluation(who *account, f *fields, id string) (reply, error) {
 	if _, ok := f.m["status"]; ok {
-		return s.setEvaluationStatus(f, id)
+		return s.setEvaluationStatus(who, f, id)
 	}
 	metadata := f.object("metadata", optional)
 	metrics := f.object("metrics", optional)
@@ -295,7 +279,7 @@ func (s *Server) updateEvaluation(f *fields, id string) (reply, error) {
 	if err := checkFinite(metrics, "metrics"); err != nil {
 		return reply{}, err
 	}
-	return s.withOpenEval(id, "update", func(e *evalState) (reply, error) {
+	return s.withOpenEval(who, id, "update", func(e *evalState) (reply, error) {
 		if metadata != nil {
 			e.metadata = copyObject(metadata)
 		}
@@ -312,7 +296,7 @@ func (s *Server) updateEvaluation(f *fields, id string) (reply, error) {
 // setEvaluationStatus is route 6b: the one-way move of a RUNNING
 // evaluation to FAILED or CANCELLED. A closed evaluation answers 409, which
 // the client takes as success.
-func (s *Server) setEvaluationStatus(f *fields, id string) (reply, error) {
+func (s *Server) setEvaluationStatus(who *account, f *fields, id string) (reply, error) {
 	status := f.str("status", required)
 	message := f.str("error_message", optional)
 	if err := f.check(); err != nil {
@@ -325,7 +309,7 @@ func (s *Server) setEvaluationStatus(f *fields, id string) (reply, error) {
 		// Stricter than the platform is known to be: the client cuts it.
 		return reply{}, refuse(http.StatusBadRequest, "error_message is %d characters, more than %d", n, maxStatusMessage)
 	}
-	return s.withOpenEval(id, "update status of", func(e *evalState) (reply, error) {
+	return s.withOpenEval(who, id, "update status of", func(e *evalState) (reply, error) {
 		e.status, e.errorMessage = status, message
 		return reply{http.StatusOK, map[string]any{"evaluation_id": e.id, "status": e.status}}, nil
 	})
@@ -335,7 +319,7 @@ func (s *Server) setEvaluationStatus(f *fields, id string) (reply, error) {
 // 6a): RUNNING to COMPLETED, with the summary. It happens once: a second
 // finalize, like any write to a closed evaluation, is a 409, which is why
 // the route is not replayable.
-func (s *Server) finalizeEvaluation(f *fields, id string) (reply, error) {
+func (s *Server) finalizeEvaluation(who *account, f *fields, id string) (reply, error) {
 	metrics := f.object("metrics", required)
 	if err := f.check(); err != nil {
 		return reply{}, err
@@ -343,7 +327,7 @@ func (s *Server) finalizeEvaluation(f *fields, id string) (reply, error) {
 	if err := checkFinite(metrics, "metrics"); err != nil {
 		return reply{}, err
 	}
-	return s.withOpenEval(id, "finalize", func(e *evalState) (reply, error) {
+	return s.withOpenEval(who, id, "finalize", func(e *evalState) (reply, error) {
 		e.status, e.finalized = StatusCompleted, true
 		e.summary = copyObject(metrics)
 		e.updates = append(e.updates, EvaluationUpdate{Route: RouteEvalFinalize, Metrics: copyObject(metrics)})
@@ -352,13 +336,14 @@ func (s *Server) finalizeEvaluation(f *fields, id string) (reply, error) {
 }
 
 // withOpenEval calls fn on the evaluation named id with the lock held: an
-// unknown one is a 404, a closed one refuses the write with a 409.
-func (s *Server) withOpenEval(id, action string, fn func(*evalState) (reply, error)) (reply, error) {
+// unknown one is a 404, and so is another user's, in the same words; a
+// closed one refuses the write with a 409.
+func (s *Server) withOpenEval(who *account, id, action string, fn func(*evalState) (reply, error)) (reply, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.evals.evals[id]
 	switch {
-	case !ok:
+	case !ok || e.owner != who.id:
 		return reply{}, refuse(http.StatusNotFound, "Evaluation %s not found", id)
 	case e.closed():
 		return reply{}, refuse(http.StatusConflict, "Cannot %s evaluation in '%s' state.", action, e.status)

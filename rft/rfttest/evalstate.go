@@ -12,6 +12,9 @@ const StatusCancelled = "CANCELLED"
 // Evaluation is a snapshot of one evaluation on the fake platform.
 type Evaluation struct {
 	ID string
+	// Owner is the id of the user whose key created the evaluation (UserID
+	// for one added with AddEvaluation): only that user's keys reach it.
+	Owner string
 	// Spec is the create body as received (numbers as json.Number); nil for
 	// an evaluation added with AddEvaluation.
 	Spec         map[string]any
@@ -66,6 +69,7 @@ type evalStore struct {
 // evalState is the server's own record of an evaluation.
 type evalState struct {
 	id           string
+	owner        string // the creator's user id
 	spec         map[string]any
 	status       string
 	errorMessage string
@@ -133,17 +137,21 @@ func (s *Server) newEnvIDLocked() string {
 	}
 }
 
-// AddEvaluation registers a RUNNING evaluation with the given id, as a
-// hosted launch does before the eval starts (the client attaches to it
-// without a request, $EVALUATION_ID). Adding an id that already exists
-// changes nothing.
-func (s *Server) AddEvaluation(id string) {
+// AddEvaluation registers a RUNNING evaluation of the default user
+// (UserID) with the given id, as a hosted launch does before the eval
+// starts (the client attaches to it without a request, $EVALUATION_ID).
+// Adding an id that already exists changes nothing.
+func (s *Server) AddEvaluation(id string) { s.AddEvaluationOwnedBy(id, UserID) }
+
+// AddEvaluationOwnedBy is AddEvaluation for an evaluation of the user with
+// id owner.
+func (s *Server) AddEvaluationOwnedBy(id, owner string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.evals.evals[id]; ok {
 		return
 	}
-	s.addEvalLocked(&evalState{id: id, status: StatusRunning})
+	s.addEvalLocked(&evalState{id: id, owner: owner, status: StatusRunning})
 }
 
 func (s *Server) addEvalLocked(e *evalState) {
@@ -190,6 +198,7 @@ func (s *Server) Evaluation(id string) (Evaluation, bool) {
 func (e *evalState) snapshot() Evaluation {
 	out := Evaluation{
 		ID:           e.id,
+		Owner:        e.owner,
 		Spec:         copyObject(e.spec),
 		Status:       e.status,
 		ErrorMessage: e.errorMessage,

@@ -7,23 +7,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strings"
 	"unicode/utf8"
 )
-
-// authenticate demands the key in both headers: the public router checks
-// the Bearer token, the internal one x-api-key, and the client cannot know
-// which one it talks to. The detail never echoes what was sent.
-func (s *Server) authenticate(h http.Header) error {
-	scheme, token, ok := strings.Cut(h.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token != s.apiKey {
-		return refuse(http.StatusUnauthorized, "Invalid or missing API key in the Authorization header (want: Bearer <key>)")
-	}
-	if h.Get("X-Api-Key") != s.apiKey {
-		return refuse(http.StatusUnauthorized, "Invalid or missing API key in the x-api-key header")
-	}
-	return nil
-}
 
 // decodeBody reads a platform request body: Content-Type application/json,
 // valid UTF-8, exactly one strict JSON object, numbers kept as json.Number.

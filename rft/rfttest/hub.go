@@ -10,7 +10,7 @@ import (
 // 1), a get-or-create: the first environment of that name (in registration
 // order, whatever its owner), or else a new one owned by the caller. A
 // repeat finds what the first made, which is why the route is replayable.
-func (s *Server) resolveEnvironment(f *fields, _ []byte) (reply, error) {
+func (s *Server) resolveEnvironment(_ *account, f *fields) (reply, error) {
 	name := f.nonEmptyStr("name", required)
 	team := f.nonEmptyStr("team_id", optional)
 	if err := f.check(); err != nil {

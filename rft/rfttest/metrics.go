@@ -25,7 +25,7 @@ type metricsRow struct {
 
 // postMetrics handles POST <prefix>/rft/metrics: one row's scalars, merged
 // into the row, so replaying a post is harmless.
-func (s *Server) postMetrics(f *fields, _ string) (reply, error) {
+func (s *Server) postMetrics(who *account, f *fields, _ string) (reply, error) {
 	runID := f.str("run_id", required)
 	values := f.object("metrics", required)
 	if err := f.check(); err != nil {
@@ -35,7 +35,7 @@ func (s *Server) postMetrics(f *fields, _ string) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return s.withOpenRun(runID, "add metrics to", func(r *runState) (reply, error) {
+	return s.withOpenRun(who, runID, "add metrics to", func(r *runState) (reply, error) {
 		var merged map[string]float64
 		if key.timed {
 			merged = r.timeMetrics[key.time]

@@ -36,9 +36,6 @@ const (
 // RouteWhoami is who a key belongs to (rft-api.md), under /api/v1 whatever the Prefix.
 const RouteWhoami Route = "whoami" // GET /api/v1/user/whoami
 
-// UserID is the user the fake's one key belongs to, as whoami answers.
-const UserID = "user-1"
-
 func (r Route) known() bool {
 	switch r {
 	case RouteCreate, RouteMetrics, RoutePresign, RoutePut, RouteConfirm, RouteFinalize, RouteStatus, RouteTraces:
@@ -59,11 +56,11 @@ type endpoint struct {
 	serve func(w http.ResponseWriter, r *http.Request, body []byte)
 }
 
-// platformFunc handles a decoded, authenticated platform call: it reads the
-// body's keys through f and refuses the body on f.check() before it acts, so
-// that a body it gets wrong changes nothing. pathRunID is the run id from the
-// path, for the status route.
-type platformFunc func(f *fields, pathRunID string) (reply, error)
+// platformFunc handles a decoded, authenticated platform call from the user
+// who: it reads the body's keys through f and refuses the body on f.check()
+// before it acts, so that a body it gets wrong changes nothing. pathRunID is
+// the run id from the path, for the status route.
+type platformFunc func(who *account, f *fields, pathRunID string) (reply, error)
 
 // reply is a successful platform answer.
 type reply struct {
@@ -124,7 +121,8 @@ func (s *Server) match(r *http.Request) (endpoint, bool) {
 // route's own rules.
 func (s *Server) platform(route Route, fn platformFunc, pathRunID string) endpoint {
 	return endpoint{route, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		if err := s.authenticate(r.Header); err != nil {
+		who, err := s.authenticate(r.Header, bothHeaders)
+		if err != nil {
 			writeError(w, err)
 			return
 		}
@@ -133,7 +131,7 @@ func (s *Server) platform(route Route, fn platformFunc, pathRunID string) endpoi
 			writeError(w, err)
 			return
 		}
-		rep, err := fn(newFields(obj, ""), pathRunID)
+		rep, err := fn(who, newFields(obj, ""), pathRunID)
 		if err != nil {
 			writeError(w, err)
 			return

@@ -9,7 +9,7 @@ import (
 // create handles POST <prefix>/rft/external-runs. Every create registers a
 // new run, so a replay after a lost response makes a second one, exactly the
 // hazard the spec calls "not replayable".
-func (s *Server) create(f *fields, _ string) (reply, error) {
+func (s *Server) create(who *account, f *fields, _ string) (reply, error) {
 	f.nonEmptyStr("base_model", required)
 	f.count("max_steps", required)
 	envs := f.list("environments", required)
@@ -33,10 +33,10 @@ func (s *Server) create(f *fields, _ string) (reply, error) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.allowedTeams != nil && !s.allowedTeams[team] {
+	if !s.mayCreateForLocked(who, team) {
 		return reply{}, refuse(http.StatusForbidden, "External training runs are not enabled for this team")
 	}
-	run := newRunState(s.newRunIDLocked(), copyJSON(f.m).(map[string]any))
+	run := newRunState(s.newRunIDLocked(), who.id, copyJSON(f.m).(map[string]any))
 	s.addRunLocked(run)
 	if name == "" {
 		name = run.id // the platform names a run it was not given a name for
@@ -71,21 +71,26 @@ func (s *Server) newRunIDLocked() string {
 }
 
 // withRun calls fn on the run named id with the lock held from the lookup
-// on, so that fn sees the run as it was found; an unknown run is a 404.
-func (s *Server) withRun(id string, fn func(*runState) (reply, error)) (reply, error) {
+// on, so that fn sees the run as it was found. An unknown run is a 404; so
+// is another user's, with the platform's detail, before any other rule (a
+// closed run of another user is not a 409).
+func (s *Server) withRun(who *account, id string, fn func(*runState) (reply, error)) (reply, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.runs[id]
-	if !ok {
+	switch {
+	case !ok:
 		return reply{}, refuse(http.StatusNotFound, "Run %s not found", id)
+	case r.owner != who.id:
+		return reply{}, refuse(http.StatusNotFound, "Run not found")
 	}
 	return fn(r)
 }
 
 // withOpenRun is withRun for a write: a closed run refuses it (see the
 // package doc).
-func (s *Server) withOpenRun(id, action string, fn func(*runState) (reply, error)) (reply, error) {
-	return s.withRun(id, func(r *runState) (reply, error) {
+func (s *Server) withOpenRun(who *account, id, action string, fn func(*runState) (reply, error)) (reply, error) {
+	return s.withRun(who, id, func(r *runState) (reply, error) {
 		if r.closed() {
 			return reply{}, refuseClosed(r, action)
 		}
@@ -101,13 +106,13 @@ func refuseClosed(r *runState, action string) error {
 // finalize handles POST <prefix>/rft/finalize: a compare-and-set from
 // RUNNING to COMPLETED. Finalizing a finalized run succeeds and changes
 // nothing; a run closed by the status route is a 409.
-func (s *Server) finalize(f *fields, _ string) (reply, error) {
+func (s *Server) finalize(who *account, f *fields, _ string) (reply, error) {
 	runID := f.str("run_id", required)
 	exitCode := f.integer("exit_code", required)
 	if err := f.check(); err != nil {
 		return reply{}, err
 	}
-	return s.withRun(runID, func(r *runState) (reply, error) {
+	return s.withRun(who, runID, func(r *runState) (reply, error) {
 		switch {
 		case r.finalized:
 		case r.closed():
@@ -121,7 +126,7 @@ func (s *Server) finalize(f *fields, _ string) (reply, error) {
 
 // setStatus handles PUT <prefix>/rft/external-runs/{run_id}/status: the
 // one-way move of a RUNNING run to COMPLETED or FAILED.
-func (s *Server) setStatus(f *fields, runID string) (reply, error) {
+func (s *Server) setStatus(who *account, f *fields, runID string) (reply, error) {
 	status := f.str("status", required)
 	message := f.str("error_message", optional)
 	if err := f.check(); err != nil {
@@ -130,7 +135,7 @@ func (s *Server) setStatus(f *fields, runID string) (reply, error) {
 	if status != "completed" && status != "failed" {
 		return reply{}, refuse(http.StatusBadRequest, "status must be 'completed' or 'failed', not %q", status)
 	}
-	return s.withOpenRun(runID, "update status of", func(r *runState) (reply, error) {
+	return s.withOpenRun(who, runID, "update status of", func(r *runState) (reply, error) {
 		r.status, r.errorMessage = strings.ToUpper(status), message
 		return reply{http.StatusOK, map[string]any{
 			"run": map[string]any{"id": r.id, "status": r.status},

@@ -14,13 +14,13 @@ const presignExpiry = 900
 // presign handles POST <prefix>/rft/samples/presign: it mints a fresh key
 // for one step's object and a URL signed for that key. Minting has no other
 // effect, so a replay only leaves an unused key behind.
-func (s *Server) presign(f *fields, _ string) (reply, error) {
+func (s *Server) presign(who *account, f *fields, _ string) (reply, error) {
 	runID := f.str("run_id", required)
 	step := f.count("step", required)
 	if err := f.check(); err != nil {
 		return reply{}, err
 	}
-	return s.withOpenRun(runID, "upload samples to", func(*runState) (reply, error) {
+	return s.withOpenRun(who, runID, "upload samples to", func(*runState) (reply, error) {
 		s.keySeq++
 		// uuid-shaped but sequential, so keys are unique and tests repeatable.
 		key := fmt.Sprintf("runs/%s/step_%d_00000000-0000-4000-8000-%012x.parquet", runID, step, s.keySeq)
@@ -46,14 +46,14 @@ func (s *Server) presignedURL(key string) string {
 // confirm handles POST <prefix>/rft/samples/confirm: it adds an uploaded
 // object to the run's table. The key must have been presigned for this run
 // and step and then uploaded; confirming it again changes nothing.
-func (s *Server) confirm(f *fields, _ string) (reply, error) {
+func (s *Server) confirm(who *account, f *fields, _ string) (reply, error) {
 	runID := f.str("run_id", required)
 	step := f.count("step", required)
 	key := f.nonEmptyStr("s3_key", required)
 	if err := f.check(); err != nil {
 		return reply{}, err
 	}
-	return s.withOpenRun(runID, "confirm samples of", func(r *runState) (reply, error) {
+	return s.withOpenRun(who, runID, "confirm samples of", func(r *runState) (reply, error) {
 		o, ok := s.objects[key]
 		switch {
 		case !ok || o.runID != runID:

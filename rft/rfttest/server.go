@@ -16,8 +16,11 @@ const (
 
 // Options configures a fake platform.
 type Options struct {
-	// APIKey is the key every platform call must carry; "" means "test-key".
+	// APIKey is the key of the default user, UserID; "" means "test-key".
 	APIKey string
+	// Users are more users beside the default one, each with its own key
+	// (see User). NewServer panics on a user AddUser would refuse.
+	Users []User
 	// AllowedTeams lists the teams that may create runs. nil allows every
 	// team; a non-nil list (even an empty one) allows only its members, and
 	// a create for any other team is a 403.
@@ -59,6 +62,7 @@ type Server struct {
 	hooks hooks
 
 	mu       sync.Mutex // guards everything below
+	users    map[string]*account // by key, revoked ones included (users.go)
 	runs     map[string]*runState
 	runOrder []string
 	runSeq   int
@@ -98,12 +102,17 @@ func newServer(opts Options, h hooks) *Server {
 		runs:    make(map[string]*runState),
 		objects: make(map[string]*objectState),
 		faults:  make(map[Route][]Fault),
+		users:   make(map[string]*account),
 
 		noTraces:   make(map[string]bool),
 		traceByKey: make(map[traceKey]*traceUpload),
 	}
 	if s.apiKey == "" {
 		s.apiKey = defaultAPIKey
+	}
+	s.addUserLocked(User{Key: s.apiKey, ID: UserID})
+	for _, u := range opts.Users {
+		s.addUserLocked(u)
 	}
 	if opts.AllowedTeams != nil {
 		s.allowedTeams = make(map[string]bool, len(opts.AllowedTeams))
@@ -146,7 +155,8 @@ func (s *Server) URL() string { return s.ts.URL }
 // BaseURL is URL() followed by the API prefix, e.g. http://127.0.0.1:1234/api/v1.
 func (s *Server) BaseURL() string { return s.ts.URL + s.prefix }
 
-// APIKey is the key the server accepts.
+// APIKey is the default user's key (Options.APIKey); Options.Users and
+// AddUser add others.
 func (s *Server) APIKey() string { return s.apiKey }
 
 // Handler serves the fake platform. NewServer already serves it; use it to

@@ -16,6 +16,9 @@ const (
 // Run is a snapshot of one run on the fake platform.
 type Run struct {
 	ID string
+	// Owner is the id of the user whose key created the run (UserID for a
+	// run added with AddRun): only that user's keys reach it.
+	Owner string
 	// Spec is the create body as received (numbers as json.Number); nil for
 	// a run added with AddRun.
 	Spec         map[string]any
@@ -53,6 +56,10 @@ type Request struct {
 	Header http.Header
 	Body   []byte
 	Time   time.Time
+	// UserID is the id of the user whose key the request carried, where its
+	// route takes the key; "" when the key was missing or refused, and on
+	// object storage, which takes none.
+	UserID string
 	// Outage says the request was answered by SetOutage's fault, so
 	// nothing of it was processed.
 	Outage bool
@@ -61,6 +68,7 @@ type Request struct {
 // runState is the server's own record of a run.
 type runState struct {
 	id           string
+	owner        string // the creator's user id
 	spec         map[string]any
 	status       string
 	errorMessage string
@@ -83,9 +91,10 @@ type objectState struct {
 	confirmed bool
 }
 
-func newRunState(id string, spec map[string]any) *runState {
+func newRunState(id, owner string, spec map[string]any) *runState {
 	return &runState{
 		id:          id,
+		owner:       owner,
 		spec:        spec,
 		status:      StatusRunning,
 		metrics:     make(map[int64]map[string]float64),
@@ -95,16 +104,20 @@ func newRunState(id string, spec map[string]any) *runState {
 
 func (r *runState) closed() bool { return r.status != StatusRunning }
 
-// AddRun registers a RUNNING run with the given id, as a hosted launch does
-// before the trainer starts (the client attaches to it without a request).
-// Adding an id that already exists changes nothing.
-func (s *Server) AddRun(id string) {
+// AddRun registers a RUNNING run of the default user (UserID) with the
+// given id, as a hosted launch does before the trainer starts (the client
+// attaches to it without a request). Adding an id that already exists
+// changes nothing.
+func (s *Server) AddRun(id string) { s.AddRunOwnedBy(id, UserID) }
+
+// AddRunOwnedBy is AddRun for a run of the user with id owner.
+func (s *Server) AddRunOwnedBy(id, owner string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.runs[id]; ok {
 		return
 	}
-	s.addRunLocked(newRunState(id, nil))
+	s.addRunLocked(newRunState(id, owner, nil))
 }
 
 func (s *Server) addRunLocked(r *runState) {
@@ -147,8 +160,9 @@ func (s *Server) Requests() []Request {
 	return out
 }
 
-// record appends r to the requests and returns its index.
-func (s *Server) record(r *http.Request, body []byte) int {
+// record appends r, which matched route ("" for none), to the requests and
+// returns its index.
+func (s *Server) record(r *http.Request, body []byte, route Route) int {
 	req := Request{
 		Method: r.Method,
 		Path:   r.URL.Path,
@@ -159,6 +173,9 @@ func (s *Server) record(r *http.Request, body []byte) int {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if a, err := s.callerLocked(r.Header, route.keyHeaders()); err == nil && a != nil {
+		req.UserID = a.id
+	}
 	s.requests = append(s.requests, req)
 	return len(s.requests) - 1
 }
@@ -166,6 +183,7 @@ func (s *Server) record(r *http.Request, body []byte) int {
 func (r *runState) snapshot() Run {
 	run := Run{
 		ID:           r.id,
+		Owner:        r.owner,
 		Status:       r.status,
 		ErrorMessage: r.errorMessage,
 		Finalized:    r.finalized,

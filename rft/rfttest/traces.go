@@ -103,8 +103,8 @@ func (s *Server) serveTraces(w http.ResponseWriter, r *http.Request, body []byte
 // ingestTraces checks one upload and commits it, or returns the receipt of
 // the batch it repeats: 201 for a commit, 200 for a repeat.
 func (s *Server) ingestTraces(h http.Header, body []byte) (int, map[string]any, *traceError) {
-	scheme, token, ok := strings.Cut(h.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token != s.apiKey {
+	// Any live key: a batch is filed by team, not by the user who sent it.
+	if _, err := s.authenticate(h, bearerOnly); err != nil {
 		return 0, nil, traceRefuse(http.StatusUnauthorized, "unauthenticated", "invalid or missing API key (want Authorization: Bearer <key>)")
 	}
 	if h.Get("X-Api-Key") != "" {
