@@ -65,12 +65,10 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkKey(opts.APIKey); err != nil {
+		return nil, err
+	}
 	switch {
-	case opts.APIKey == "":
-		return nil, errors.New("prime: API key is empty")
-	case !validHeaderValue(opts.APIKey):
-		// Named, not shown: the value is the secret.
-		return nil, errors.New("prime: API key contains control characters (a stray newline?)")
 	case opts.MaxAttempts < 0:
 		return nil, errors.New("prime: MaxAttempts must not be negative (0 means the default, 5)")
 	case opts.PutAttempts < 0:
