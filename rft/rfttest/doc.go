@@ -56,12 +56,29 @@
 // batch_too_large (413) are the fake's own codes for envelope errors the
 // spec names none for.
 //
-// # Who a key belongs to
+// # Users, keys and ownership
 //
-// GET /api/v1/user/whoami, whatever the Prefix, with the key in both
-// headers as on the RFT routes, answers {"data":{"id":UserID}} for the
-// server's key and 401 for any other: what a client asks to learn whether
-// a 401 elsewhere was about its key (RouteWhoami takes faults as any route).
+// Every key belongs to one user: Options.APIKey (default "test-key") to the
+// default user UserID, each of Options.Users (or AddUser) to its User.ID;
+// a user may hold several keys. GET /api/v1/user/whoami, whatever the
+// Prefix, with the key in both headers as on the RFT routes, answers
+// {"data":{"id":<the key's user>}} and 401 for a key the server does not
+// know: what a client asks to learn whether a 401 elsewhere was about its
+// key (RouteWhoami takes faults as any route). RevokeKey makes a key a 401
+// on every route from then on, whoami and Prime Traces included.
+//
+// A run belongs to the user whose key created it (AddRun: UserID;
+// AddRunOwnedBy: any), and so does an evaluation. Any request on a run
+// with another user's key (metrics, presign, confirm, finalize, status) is
+// a 404 {"detail":"Run not found"} that changes nothing, before any other
+// rule (another user's closed run is a 404, not a 409); an unknown run's
+// 404 names the id. Another user's evaluation answers as an unknown one. A
+// create for a team is a 403 unless both Options.AllowedTeams and the
+// user's Teams let it (nil lets every team). The hub's environments and
+// Prime Traces uploads belong to no user: any live key reaches them.
+// Run.Owner and Evaluation.Owner name the owner; Request.UserID the user
+// whose key each request carried, where its route takes the key ("" when
+// it was missing or refused).
 //
 // # Evaluations and the environments hub
 //
@@ -108,8 +125,9 @@
 //
 //   - Presigned-URL expiry (expiresIn is reported, never enforced), object
 //     storage reads, listings, multipart uploads and redirects.
-//   - The dashboard, run listing/reading routes, teams, scopes other than the
-//     team allow-list, and per-run tokens: one API key opens everything.
+//   - The dashboard, run listing/reading routes, the teams listing, scopes
+//     other than the team lists, and per-run tokens: a user's key opens
+//     everything of that user's.
 //   - Rate limits and server-side retries: 429/5xx only come from Inject.
 //   - The Parquet content: uploaded bytes are stored as they are; decoding
 //     and checking the table is the tests' business.

@@ -61,7 +61,7 @@ type Server struct {
 	// construction.
 	hooks hooks
 
-	mu       sync.Mutex // guards everything below
+	mu       sync.Mutex          // guards everything below
 	users    map[string]*account // by key, revoked ones included (users.go)
 	runs     map[string]*runState
 	runOrder []string
