@@ -1,9 +1,16 @@
 """A stand-in collector on a loopback port, for the tests that go over HTTP:
 its OTLP/HTTP logs route and its run status route (the ``prime_status``
-extension's ``GET /prime/v1/runs/status``), each answering as a test sets."""
+extension's ``GET /prime/v1/runs/status``), each answering as a test sets.
+
+With ``key`` set it is a multi-tenant gateway's receiver: a request without
+``Authorization: Bearer <key>`` is answered 401 (``refusal_status``), and the
+answer echoes what was sent, as contrib's ``bearertokenauth`` does, so a test
+sees that the package never repeats it. With ``tls`` (a certificate and its
+key) it serves https."""
 
 import http.server
 import json
+import ssl
 import threading
 import time
 import urllib.parse
@@ -11,7 +18,7 @@ from typing import Any, Dict, List, Optional
 
 
 class Collector:
-    def __init__(self, status_route: bool = True) -> None:
+    def __init__(self, status_route: bool = True, key: Optional[str] = None, tls: Optional[tuple] = None) -> None:
         self.lock = threading.Lock()
         self.requests: List[Dict[str, Any]] = []  # every request: method, path, headers, body, client port
         self.logs_status = 200
@@ -20,6 +27,9 @@ class Collector:
         self.logs_delay = 0.0
         self.status_route = status_route
         self.answers: List[Dict[str, Any]] = [{"state": "unknown"}]  # the status route's answers, in turn; the last one repeats
+        self.key = key  # the one key let in; None lets everything in
+        self.refusal_status = 401
+        self.status_route_key: Optional[str] = None  # the status route's own key, when it differs
         collector = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -28,6 +38,8 @@ class Collector:
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 collector._note(self, body)
+                if not self._let_in(collector.key):
+                    return
                 if collector.logs_delay:
                     time.sleep(collector.logs_delay)
                 if self.path != "/v1/logs":
@@ -38,12 +50,24 @@ class Collector:
 
             def do_GET(self):
                 collector._note(self, b"")
+                if not self._let_in(collector.status_route_key or collector.key):
+                    return
                 url = urllib.parse.urlsplit(self.path)
                 if url.path != "/prime/v1/runs/status" or not collector.status_route:
                     return self._answer(404, {}, b"404 page not found")
                 with collector.lock:
                     answer = collector.answers.pop(0) if len(collector.answers) > 1 else collector.answers[0]
                 self._answer(200, {"Content-Type": "application/json"}, json.dumps(answer).encode())
+
+            def _let_in(self, key):
+                sent = self.headers.get("Authorization")
+                if key is None or sent == f"Bearer {key}":
+                    return True
+                with collector.lock:
+                    collector.requests[-1]["answered"] = collector.refusal_status
+                said = f"authentication didn't succeed: {sent!r} is not a key this gateway lets in" if sent else "no Authorization header"
+                self._answer(collector.refusal_status, {"Content-Type": "text/plain"}, said.encode())
+                return False
 
             def _answer(self, status, headers, body):
                 self.send_response(status)
@@ -63,8 +87,12 @@ class Collector:
                 pass  # a client that gave up on a stalled answer: the tests see it from the client's side
 
         self.server = Server(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 

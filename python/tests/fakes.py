@@ -19,6 +19,7 @@ class FakePipeline:
         self.flush_ok = True
         self.dropped = 0
         self.failed = 0
+        self.key_refusal = None
 
     def emit(self, event_name, attributes, body, timestamp_ns):
         self.log.append(("emit", event_name, dict(attributes), body, timestamp_ns))
@@ -120,17 +121,18 @@ class WirePipeline:
     place of the SDK's protobuf encoding: what a test needs to see records
     cross a real connection (to tests/collector.py's stand-in) without the SDK."""
 
-    def __init__(self, url: str, **options: Any) -> None:
+    def __init__(self, url: str, credentials: Any = None, **options: Any) -> None:
         import json
 
         from prime_otel import _transport
 
-        transport = _transport.Transport(url + "/v1/logs")
+        transport = _transport.Transport(url + "/v1/logs", credentials)
 
         def send(items, timeout):
             body = json.dumps([{"pid": os.getpid(), **item.record} for item in items]).encode()
             return transport.post(body, "application/json", timeout)
 
+        options.setdefault("where", f"the collector at {url}/v1/logs")
         self.delivery = _delivery.Delivery(send, backoff_first=0.02, backoff_max=0.1, **options)
 
     def emit(self, event_name, attributes, body, timestamp_ns):
@@ -150,6 +152,10 @@ class WirePipeline:
     @property
     def failed(self):
         return self.delivery.failed
+
+    @property
+    def key_refusal(self):
+        return self.delivery.key_refusal
 
 
 def sent_records(collector) -> List[Dict[str, Any]]:

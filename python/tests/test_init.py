@@ -127,10 +127,14 @@ class BadArguments(unittest.TestCase):
         with self.assertRaises(ValueError):
             EnvironmentRef()
 
-    def test_the_api_key_is_accepted_for_the_platform_sdks_signature_and_never_sent(self):
+    def test_the_api_key_goes_as_the_collectors_credentials_and_nowhere_else(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:
-            pr.init(kind="train", api_key="sk-secret", base_url="https://api.example")
-        self.assertNotIn("sk-secret", repr(otel.opened[0].resource))
+            run = pr.init(kind="train", api_key="sk-secret", base_url="https://api.example")
+        pipeline = otel.opened[0]
+        self.assertEqual(pipeline.options["credentials"].headers(), {"authorization": "Bearer sk-secret"})
+        self.assertEqual(otel.checks[0]["credentials"].headers(), {"authorization": "Bearer sk-secret"})
+        for shown in (repr(pipeline.resource), repr(pipeline.options), repr(otel.checks), repr(run)):
+            self.assertNotIn("sk-secret", shown)
 
 
 class DisabledMode(unittest.TestCase):

@@ -1,10 +1,17 @@
 import json
+import logging
 import os
+import traceback
 import unittest
+from unittest import mock
 
 import prime_otel as pr
+from prime_otel import _auth
 
-from .fakes import Episode, NumpyArray, NumpyScalar, patched
+from .collector import Collector
+from .fakes import Episode, NumpyArray, NumpyScalar, WirePipeline, patched
+
+KEY = "pk-tenant-a-0123456789abcdef"
 
 
 
@@ -224,6 +231,64 @@ class Finish(unittest.TestCase):
             otel.opened[0].flush_ok = False
             self.assertFalse(run.flush(timeout=1))
         self.assertIn("3 records did not reach the collector within 1 s of flush()", logs.output[0])
+
+
+class AKeyTheCollectorStopsLettingIn(unittest.TestCase):
+    """A run whose key the collector (tests/collector.py with ``key``) takes at
+    first and then refuses, as a gateway does once the platform revokes it."""
+
+    def setUp(self):
+        self.collector = Collector(key=KEY)
+        self.addCleanup(self.collector.close)
+        self.lines = []
+        handler = logging.Handler(logging.DEBUG)
+        handler.emit = lambda record: self.lines.append(handler.format(record))
+        log = logging.getLogger("prime_otel")
+        log.addHandler(handler)
+        self.addCleanup(log.removeHandler, handler)
+
+    def start(self, on_error):
+        (credentials,) = _auth.for_collector([self.collector.url], api_key=None, environ={"PRIME_API_KEY": KEY})
+        pipeline = WirePipeline(self.collector.url, credentials, batch_records=1)
+        with patched({"PRIME_RUN_KEY": "k"}) as otel, mock.patch.object(otel, "open_pipeline", lambda *a, **k: pipeline):
+            run = pr.init(kind="train", on_error=on_error)
+        run.log_metrics({"loss": 1.0}, step=1)
+        self.assertTrue(run.flush(timeout=5))
+        self.collector.key = "the-key-after-the-revocation"
+        for step in (2, 3, 4):
+            run.log_metrics({"loss": 1.0}, step=step)
+        return run
+
+    def test_each_refused_batch_is_sent_once_counted_as_failed_and_said_in_one_warning(self):
+        run = self.start("warn")
+        run.finish(timeout=5)
+        answered = [r.get("answered") for r in self.collector.posts()]
+        self.assertEqual(answered, [200, 401, 401, 401, 401])  # three rows and the end, one request each: none sent again
+        self.assertEqual(run.failed_records, {"collector": 4})
+        refusals = [line for line in self.lines if "refused the key" in line]
+        self.assertEqual(len(refusals), 1, self.lines)
+        self.assertIn(f"the collector at {self.collector.url}/v1/logs refused the key from PRIME_API_KEY (401)", refusals[0])
+        self.assertIn("refused the key from PRIME_API_KEY", run.errors[0])
+        self.assertTrue(all(KEY not in line for line in self.lines + run.errors))
+
+    def test_under_on_error_raise_finish_raises_unauthorized_naming_the_keys_setting_and_never_the_key(self):
+        run = self.start("raise")
+        with self.assertRaises(pr.UnauthorizedError) as raised:
+            run.finish(timeout=5)
+        exc = raised.exception
+        self.assertTrue(run.finished)
+        self.assertEqual((exc.status_code, exc.code), (401, "collector_refused_key"))
+        self.assertRegex(str(exc), r"run k: the collector at .*/v1/logs refused the key from PRIME_API_KEY \(401\): "
+                                   r"authentication didn't succeed: '\[REDACTED\]' .*; 4 records were refused for good by the time of finish\(\)")
+        for text in [str(exc), repr(exc), "".join(traceback.format_exception(exc)), *self.lines]:
+            self.assertNotIn(KEY, text)
+
+    def test_under_on_error_raise_flush_raises_it_too(self):
+        run = self.start("raise")
+        with self.assertRaises(pr.UnauthorizedError):
+            run.flush(timeout=5)
+        run._on_error = "warn"  # let the test's own finish() pass quietly
+        run.finish(timeout=5)
 
 
 if __name__ == "__main__":

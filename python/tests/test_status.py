@@ -2,8 +2,12 @@
 start event over OTLP/JSON, then the run status route's answers."""
 
 import json
+import logging
+import os
 import time
+import traceback
 import unittest
+from unittest import mock
 
 import prime_otel as pr
 from prime_otel import _status
@@ -12,6 +16,8 @@ from .collector import Collector, answer, closed_port
 from .fakes import patched
 
 DASHBOARD = "https://app.primeintellect.ai/dashboard/training/"
+KEY = "pk-tenant-a-0123456789abcdef"
+TLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "tls")
 
 
 class InitAsksTheCollector(unittest.TestCase):
@@ -85,10 +91,6 @@ class InitAsksTheCollector(unittest.TestCase):
             pr.init(kind="train", init_timeout=2)
         self.assertEqual(otel.opened, [])
 
-    def test_a_collector_that_wants_credentials_fails_init_naming_the_headers_variable(self):
-        self.collector.logs_status = 401
-        with self.assertRaisesRegex(pr.ConfigurationError, "OTEL_EXPORTER_OTLP_HEADERS"):
-            self.init()
 
     def test_the_otlp_headers_go_with_both_requests(self):
         self.collector.answers = [answer("running", id="p")]
@@ -122,6 +124,124 @@ class InitAsksTheCollector(unittest.TestCase):
         self.assertEqual((run.id, len(otel.opened)), ("k-1", 1))
         self.assertIn("connection refused", logs.output[0])
         self.assertIn("wait in the queue", logs.output[0])
+
+
+class ACollectorThatDemandsTheKey(unittest.TestCase):
+    """A multi-tenant gateway's receiver and status route (tests/collector.py
+    with ``key``): only ``Authorization: Bearer <KEY>`` is let in."""
+
+    def setUp(self):
+        self.collector = Collector(key=KEY)
+        self.addCleanup(self.collector.close)
+        self.collector.answers = [answer("running", id="p-1", url=DASHBOARD + "p-1")]
+        self.env = {
+            "PRIME_RUN_KEY": "k-1",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": self.collector.url,
+            "PRIME_STATUS_ENDPOINT": self.collector.url,
+        }
+
+    def init(self, env=None, **kwargs):
+        with patched({**self.env, **(env or {})}, ask_collector=True) as otel:
+            run = pr.init(**{"kind": "train", "init_timeout": 2, **kwargs})
+        return run, otel
+
+    def refused(self, env=None, error=pr.UnauthorizedError, **kwargs):
+        """init()'s exception, and everything the package logged meanwhile."""
+        handler = Recorder()
+        log = logging.getLogger("prime_otel")
+        log.addHandler(handler)
+        self.addCleanup(log.removeHandler, handler)
+        self.addCleanup(log.setLevel, log.level)
+        log.setLevel(logging.DEBUG)
+        with self.assertRaises(error) as raised:
+            self.init(env, **kwargs)
+        return raised.exception, handler.lines
+
+    def assertKeyShownNowhere(self, exc, lines, *keys):
+        shown = [str(exc), repr(exc), "".join(traceback.format_exception(exc)), *lines]
+        for key in keys:
+            for text in shown:
+                self.assertNotIn(key, text)
+
+    def test_the_key_from_prime_api_key_goes_with_the_start_event_and_every_status_request_over_loopback(self):
+        run, otel = self.init({"PRIME_API_KEY": KEY})
+        self.assertEqual((run.id, run.url), ("p-1", DASHBOARD + "p-1"))
+        self.assertEqual([(r["method"], r["headers"].get("authorization")) for r in self.collector.requests],
+                         [("POST", "Bearer " + KEY), ("GET", "Bearer " + KEY)])
+        self.assertEqual(otel.opened[0].options["credentials"].headers(), {"authorization": "Bearer " + KEY})
+
+    def test_the_api_key_argument_wins_over_prime_api_key(self):
+        self.init({"PRIME_API_KEY": "someone-elses"}, api_key=KEY)
+        self.assertEqual({r["headers"].get("authorization") for r in self.collector.requests}, {"Bearer " + KEY})
+
+    def test_an_authorization_header_in_the_otlp_variables_wins_over_the_key(self):
+        self.init({"PRIME_API_KEY": "someone-elses", "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{KEY}"})
+        self.assertEqual({r["headers"].get("authorization") for r in self.collector.requests}, {"Bearer " + KEY})
+
+    def test_no_key_raises_unauthorized_at_init_saying_which_settings_would_send_one(self):
+        exc, _ = self.refused()
+        self.assertEqual((exc.status_code, exc.code), (401, "collector_refused_key"))
+        self.assertIn("run k-1 was not let in: the collector at " + self.collector.url + "/v1/logs wants a key (401) and none was sent: "
+                      "set PRIME_API_KEY or init(api_key=)", str(exc))
+        self.assertEqual(len(self.collector.requests), 1)  # the start event only: a refusal is final
+
+    def test_a_refused_key_raises_at_init_naming_its_setting_and_showing_it_nowhere(self):
+        for env, kwargs, setting in (({"PRIME_API_KEY": "wrong-key-1234567"}, {}, "PRIME_API_KEY"),
+                                     ({}, {"api_key": "wrong-key-1234567"}, "init(api_key=)")):
+            with self.subTest(setting=setting):
+                exc, lines = self.refused(env, **kwargs)
+                self.assertIn(f"refused the key from {setting} (401)", str(exc))
+                self.assertIn("'[REDACTED]' is not a key this gateway lets in", str(exc))  # the echo, scrubbed
+                self.assertKeyShownNowhere(exc, lines, "wrong-key-1234567")
+
+    def test_a_refusal_raises_before_any_pipeline_is_opened(self):
+        with patched(self.env, ask_collector=True) as otel, self.assertRaises(pr.UnauthorizedError):
+            pr.init(kind="train", init_timeout=2)
+        self.assertEqual(otel.opened, [])
+
+    def test_a_403_raises_forbidden(self):
+        self.collector.refusal_status = 403
+        exc, _ = self.refused({"PRIME_API_KEY": "wrong-key-1234567"}, error=pr.ForbiddenError)
+        self.assertEqual(exc.status_code, 403)
+        self.assertIn("refused the key from PRIME_API_KEY (403)", str(exc))
+
+    def test_a_status_route_that_refuses_the_key_raises_too(self):
+        self.collector.status_route_key = "the-routes-own-key"
+        exc, lines = self.refused({"PRIME_API_KEY": KEY})
+        self.assertIn(f"the run status route at {self.collector.url} refused the key from PRIME_API_KEY (401)", str(exc))
+        self.assertKeyShownNowhere(exc, lines, KEY)
+
+    def test_a_key_withheld_from_a_remote_status_route_is_said_when_that_route_refuses(self):
+        # The OTLP endpoint is on loopback (the key goes), the route is not (it does not):
+        # 192.0.2.1 (TEST-NET-1) is never dialled, the refusal comes before.
+        with mock.patch("prime_otel._status.status_base", lambda *_: "http://192.0.2.1:4320"), \
+                mock.patch("prime_otel._transport.Transport.get", lambda self, timeout: (401, b"no key")):
+            with self.assertLogs("prime_otel", "WARNING") as logs:
+                exc, _ = self.refused({"PRIME_API_KEY": KEY})
+        self.assertIn("the platform key from PRIME_API_KEY is not sent to http://192.0.2.1:4320", logs.output[0])
+        self.assertIn("the one from PRIME_API_KEY was not sent: the endpoint is plain http to another host", str(exc))
+        self.assertEqual(self.collector.posts()[0]["headers"].get("authorization"), "Bearer " + KEY)
+
+    def test_over_https_with_the_test_ca_the_key_goes_and_init_returns(self):
+        collector = Collector(key=KEY, tls=(os.path.join(TLS, "server.pem"), os.path.join(TLS, "server-key.pem")))
+        self.addCleanup(collector.close)
+        collector.answers = [answer("running", id="p-tls")]
+        env = {"PRIME_API_KEY": KEY, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "PRIME_STATUS_ENDPOINT": collector.url,
+               "OTEL_EXPORTER_OTLP_CERTIFICATE": os.path.join(TLS, "ca.pem")}
+        run, otel = self.init(env)
+        self.assertEqual(run.id, "p-tls")
+        self.assertTrue(collector.url.startswith("https://127.0.0.1:"))
+        self.assertEqual({r["headers"].get("authorization") for r in collector.requests}, {"Bearer " + KEY})
+        self.assertIsNotNone(otel.opened[0].options["tls"])
+
+
+class Recorder(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(self.format(record))
 
 
 class StatusEndpoint(unittest.TestCase):

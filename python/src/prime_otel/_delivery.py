@@ -20,6 +20,11 @@ Decisions, and why:
   request in flight gets a timeout no longer than what is left of the budget.
   It answers with what was not delivered, so a caller can say so honestly.
   A flush also cuts the backoff short: it is a reason to try now.
+- **A refused key is final.** A 401 or 403 fails that request's records
+  (counted in ``failed``, with the transport's reason: whose key was
+  refused), as any refusal does; it is said once, not per request, and kept
+  in ``key_refusal`` for ``finish()`` to raise under ``on_error="raise"``.
+  Later requests are still tried: each is its own answer.
 - **Fork.** A child starts with an empty queue and its own worker (the
   parent's records are the parent's to send); the transport opens its own
   connection there.
@@ -55,6 +60,14 @@ class Item:
     size: int
     kind: str
     seq: int = 0
+
+
+@dataclass
+class KeyRefusal:
+    """The first 401 or 403: ``message`` names the collector and whose key it refused."""
+
+    status: int
+    message: str
 
 
 @dataclass
@@ -111,6 +124,7 @@ class Delivery:
         self._down_since: Optional[float] = None
         self._warned_full = False
         self.last_error = ""
+        self.key_refusal: Optional[KeyRefusal] = None
         self.delivered = 0
         self.dropped = 0
         self.failed = 0
@@ -224,6 +238,7 @@ class Delivery:
 
     def _resolve(self, batch: List[Item], outcome: Any) -> None:
         refused = len(batch) if not outcome.ok else min(len(batch), outcome.rejected)
+        first_key_refusal = False
         with self._lock:
             for _ in batch:
                 item = self._queue.popleft()
@@ -233,10 +248,16 @@ class Delivery:
             self.failed += refused
             if refused:
                 self.last_error = outcome.error or f"the collector rejected {refused} records"
+            if outcome.refused_key and self.key_refusal is None:
+                self.key_refusal = KeyRefusal(outcome.status, f"{self.where} {outcome.error}")
+                first_key_refusal = True
             self._changed.notify_all()
             if self._bytes <= self.max_bytes // 2:
                 self._warned_full = False
-        if refused:
+        if first_key_refusal:
+            logger.warning("prime_otel: %s %s: %d record(s) refused for good, and every request it refuses from now on, "
+                           "counted in run.failed_records without another warning", self.where, outcome.error, refused)
+        elif refused and not outcome.refused_key:
             logger.warning("prime_otel: %s refused %d records for good (counted in run.failed_records): %s", self.where, refused, self.last_error)
         if self._down_since is not None:
             logger.warning("prime_otel: %s answers again after %.1f s", self.where, time.monotonic() - self._down_since)

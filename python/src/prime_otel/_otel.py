@@ -22,10 +22,11 @@ an event has neither problem.
 import copy
 import logging
 import os
+import ssl
 from collections.abc import Mapping
 from typing import Any, Dict, Optional, Sequence
 
-from . import _delivery, _transport
+from . import _auth, _delivery, _transport
 
 logger = logging.getLogger("prime_otel")
 
@@ -61,6 +62,10 @@ class Pipeline:
     @property
     def failed(self) -> int:
         return self.delivery.failed
+
+    @property
+    def key_refusal(self) -> Optional[_delivery.KeyRefusal]:
+        return self.delivery.key_refusal
 
 
 class _Processor:
@@ -101,11 +106,14 @@ def open_pipeline(
     *,
     max_bytes: int = _delivery.DEFAULT_MAX_BYTES,
     max_records: Optional[int] = None,
+    credentials: Optional[_auth.Credentials] = None,
+    tls: Optional[ssl.SSLContext] = None,
 ) -> Pipeline:
     """A provider of our own, not installed globally, sending to
     ``endpoint``'s ``/v1/logs``. When the application's global provider has a
     resource that names a run, that resource is taken over, so the run is the
-    one the application named."""
+    one the application named. ``credentials`` go with every request
+    (``_auth``), ``tls`` verifies an https endpoint."""
     from opentelemetry import _logs
     from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
     from opentelemetry.sdk._logs import LoggerProvider
@@ -120,7 +128,8 @@ def open_pipeline(
     url = logs_url(endpoint)
     transport = _transport.Transport(
         url,
-        headers=_transport.otlp_headers(os.environ),
+        credentials,
+        tls=tls,
         compression=(os.environ.get("OTEL_EXPORTER_OTLP_LOGS_COMPRESSION") or os.environ.get("OTEL_EXPORTER_OTLP_COMPRESSION") or "none").strip().lower(),
     )
 

@@ -12,16 +12,20 @@ Both requests use the standard library alone (OTLP/HTTP with a JSON body):
 the check needs no SDK, and a refused run raises before one is loaded. It is
 one attempt: when no collector answers yet, or an older one has no status
 route, ``init()`` goes on unchecked with one warning, and the run's records
-wait in the delivery queue until a collector takes them.
+wait in the delivery queue until a collector takes them. Both carry the
+trainer's credentials (``_auth``); a 401 or 403 from either is the
+collector refusing them, which ``init()`` raises.
 """
 
 import json
+import ssl
 import time
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional
 
 from . import _transport
+from ._auth import Credentials
 
 STATUS_PATH = "/prime/v1/runs/status"
 DEFAULT_STATUS_PORT = 4320
@@ -79,7 +83,9 @@ def check(
     *,
     logs_url: str,
     status_url: str,
-    headers: Mapping[str, str],
+    credentials: Credentials,
+    status_credentials: Credentials,
+    tls: Optional[ssl.SSLContext] = None,
     kind: str,
     key: Optional[str],
     run_id: Optional[str],
@@ -87,18 +93,23 @@ def check(
     sleep: Any = time.sleep,
 ) -> RunInfo:
     """Send the start event, then ask about the run until it is settled or
-    ``timeout`` seconds have passed."""
+    ``timeout`` seconds have passed. ``credentials`` go to the OTLP URL,
+    ``status_credentials`` to the route (the key may go to one and not the
+    other)."""
     deadline = time.monotonic() + max(0.0, timeout)
-    start = _transport.Transport(logs_url, headers=headers)
+    start = _transport.Transport(logs_url, credentials, tls=tls)
     outcome = start.post(start_request(resource), "application/json", min(REQUEST_TIMEOUT, max(0.1, timeout)))
     start.close()
+    if outcome.refused_key:
+        return RunInfo("unchecked", error=f"the collector at {logs_url} {outcome.error}", status_code=outcome.status)
     if not outcome.ok:
         return RunInfo("unchecked", error=f"{logs_url} {outcome.error}" if outcome.status else f"no collector at {logs_url}: {outcome.error}",
                        status_code=outcome.status)
 
     query = {"kind": kind}
     query["id" if run_id else "key"] = run_id or key or ""
-    route = _transport.Transport(f"{status_url}{STATUS_PATH}?{urllib.parse.urlencode(query)}", headers=headers)
+    route_credentials = status_credentials
+    route = _transport.Transport(f"{status_url}{STATUS_PATH}?{urllib.parse.urlencode(query)}", route_credentials, tls=tls)
     wait = 0.05
     info = RunInfo("unknown")
     try:
@@ -111,13 +122,19 @@ def check(
                                "prime_status extension there; PRIME_STATUS_ENDPOINT says where it is")
             if code == 404:
                 return RunInfo("unchecked", error=f"{status_url} has no run status route ({STATUS_PATH} answered 404)")
+            if code in _transport.REFUSED_KEY_STATUS:
+                said = route_credentials.scrub(" ".join(body[:200].decode("utf-8", "replace").split()))
+                return RunInfo("unchecked", status_code=code, error=f"the run status route at {status_url} "
+                               + route_credentials.refusal(code) + (f": {said}" if said and not said.startswith("<") else ""))
             if code != 200:
-                said = " ".join(body[:200].decode("utf-8", "replace").split())
+                said = route_credentials.scrub(" ".join(body[:200].decode("utf-8", "replace").split()))
                 return RunInfo("unchecked", error=f"the run status route at {status_url} answered {code}" + (f": {said}" if said and not said.startswith("<") else ""))
             try:
                 info = RunInfo.from_answer(json.loads(body))
             except (ValueError, AttributeError):
                 return RunInfo("unchecked", error=f"the run status route at {status_url} answered something that is not JSON")
+            if info.error:
+                info.error = route_credentials.scrub(info.error)
             if info.state in SETTLED or time.monotonic() + wait > deadline:
                 return info
             sleep(wait)

@@ -14,7 +14,14 @@ one socket.
 The answer is classified as the OTLP/HTTP specification says: 429, 502, 503
 and 504 (and no answer at all) may pass, with ``Retry-After`` honoured; any
 other status is final for that request. A 200 may carry a partial success
-whose rejected records are final too.
+whose rejected records are final too. A 401 or 403 is the collector refusing
+the trainer's credentials (``_auth``): final, and said as such, naming where
+the key came from; an answer's text is scrubbed of the key before it is kept.
+
+TLS: an ``https://`` endpoint is verified against the system's trust store,
+or against ``OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE`` (else
+``OTEL_EXPORTER_OTLP_CERTIFICATE``), a PEM file of CA certificates that
+replaces it, as the OTel SDKs read it.
 """
 
 import gzip
@@ -25,9 +32,14 @@ import ssl
 import urllib.parse
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Dict, Mapping, Optional
+from typing import Mapping, Optional
+
+from ._auth import Credentials
+from .errors import ConfigurationError
 
 RETRYABLE_STATUS = (429, 502, 503, 504)
+#: The collector did not let the sender in.
+REFUSED_KEY_STATUS = (401, 403)
 #: How much of an error body is kept for a message.
 ERROR_BODY_BYTES = 512
 
@@ -37,7 +49,8 @@ class Outcome:
     """One request's answer. ``retry`` is True when the same request may
     succeed later (after ``retry_after`` seconds when the server said);
     ``rejected`` counts records a 200 refused; ``error`` says what went wrong
-    (without the URL, which the caller names)."""
+    (without the URL, which the caller names); ``refused_key`` is a 401 or
+    403: the collector would not let this sender in."""
 
     ok: bool
     retry: bool = False
@@ -45,12 +58,19 @@ class Outcome:
     rejected: int = 0
     status: Optional[int] = None
     error: str = ""
+    refused_key: bool = False
 
 
 class Transport:
     """POSTs bodies to one URL, keeping one connection per process."""
 
-    def __init__(self, url: str, headers: Optional[Mapping[str, str]] = None, compression: str = "none") -> None:
+    def __init__(
+        self,
+        url: str,
+        credentials: Optional[Credentials] = None,
+        compression: str = "none",
+        tls: Optional[ssl.SSLContext] = None,
+    ) -> None:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"{url!r} is not an http(s) URL")
@@ -61,13 +81,14 @@ class Transport:
         self._path = parsed.path or "/"
         if parsed.query:
             self._path += "?" + parsed.query
-        self._headers: Dict[str, str] = dict(headers or {})
+        self._credentials = credentials or Credentials()
+        self._tls = tls
         self._gzip = compression == "gzip"
         self._conn: Optional[http.client.HTTPConnection] = None
         self._pid = os.getpid()
 
     def post(self, body: bytes, content_type: str, timeout: float) -> Outcome:
-        headers = dict(self._headers)
+        headers = self._credentials.headers()
         headers["Content-Type"] = content_type
         if self._gzip:
             body = gzip.compress(body, compresslevel=1)
@@ -88,7 +109,10 @@ class Transport:
         status = response.status
         if 200 <= status < 300:
             return Outcome(True, status=status, rejected=_rejected(payload, response.getheader("Content-Type", "")))
-        text = payload[:ERROR_BODY_BYTES].decode("utf-8", "replace").strip()
+        text = self._credentials.scrub(payload[:ERROR_BODY_BYTES].decode("utf-8", "replace").strip())
+        if status in REFUSED_KEY_STATUS:
+            error = self._credentials.refusal(status) + (f": {text}" if text else "")
+            return Outcome(False, retry=False, status=status, error=error, refused_key=True)
         error = f"answered {status}" + (f": {text}" if text else "")
         if status in RETRYABLE_STATUS:
             return Outcome(False, retry=True, retry_after=_retry_after(response.getheader("Retry-After")), status=status, error=error)
@@ -98,7 +122,7 @@ class Transport:
         """A GET of the URL: (status, body). Raises OSError when nothing answers."""
         try:
             conn = self._connection(timeout)
-            conn.request("GET", self._path, headers=dict(self._headers))
+            conn.request("GET", self._path, headers=self._credentials.headers())
             response = conn.getresponse()
             return response.status, response.read()
         except (OSError, http.client.HTTPException):
@@ -119,7 +143,8 @@ class Transport:
             self._conn, self._pid = None, os.getpid()
         if self._conn is None:
             if self._https:
-                self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=ssl.create_default_context())
+                context = self._tls or ssl.create_default_context()
+                self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=context)
             else:
                 self._conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
         else:
@@ -173,16 +198,17 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def otlp_headers(environ: Mapping[str, str]) -> Dict[str, str]:
-    """``OTEL_EXPORTER_OTLP_LOGS_HEADERS`` (else ``OTEL_EXPORTER_OTLP_HEADERS``):
-    ``key=value`` pairs, comma-separated and URL-encoded, as the SDK reads them."""
-    raw = environ.get("OTEL_EXPORTER_OTLP_LOGS_HEADERS") or environ.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
-    headers: Dict[str, str] = {}
-    for part in raw.split(","):
-        if "=" not in part:
-            continue
-        key, value = part.split("=", 1)
-        key = urllib.parse.unquote(key).strip().lower()
-        if key:
-            headers[key] = urllib.parse.unquote(value).strip()
-    return headers
+def tls_context(environ: Mapping[str, str], signal: str = "logs") -> Optional[ssl.SSLContext]:
+    """A context that trusts the CA certificates of
+    ``OTEL_EXPORTER_OTLP_<SIGNAL>_CERTIFICATE``, else of
+    ``OTEL_EXPORTER_OTLP_CERTIFICATE``, and only them; ``None`` when neither
+    is set (the system's trust store). A file that cannot be read is said at
+    ``init()``, naming the variable, not at the first request."""
+    for variable in (f"OTEL_EXPORTER_OTLP_{signal.upper()}_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE"):
+        path = (environ.get(variable) or "").strip()
+        if path:
+            try:
+                return ssl.create_default_context(cafile=path)
+            except (OSError, ssl.SSLError) as exc:
+                raise ConfigurationError(f"{variable}={path!r} is not a readable PEM file of CA certificates: {_describe(exc)}") from None
+    return None

@@ -5,7 +5,10 @@ Errors this package raises itself derive from :class:`PrimeRunsError`. Errors
 that carry the platform's answer (a refused key, a team that may not create
 runs) derive from :class:`APIError`, as ``prime_runs``'s do (it takes them from
 ``prime_traces``). The platform's answer reaches a trainer here through the
-collector's run status route, at ``init()``. To catch everything::
+collector's run status route, at ``init()``. A collector that will not let
+the trainer in (401, 403: its key refused, or none sent) raises the same
+classes, at ``init()`` and, under ``on_error="raise"``, at ``finish()`` and
+``flush()``. To catch everything::
 
     except (pr.PrimeRunsError, pr.APIError):
 """
@@ -52,7 +55,10 @@ class APIError(Exception):
 
 
 class UnauthorizedError(APIError):
-    """401: the collector's API key was refused."""
+    """401: a key was refused: by the platform (the collector's key, or on a
+    multi-tenant gateway the trainer's), or by the collector itself (the
+    trainer's ``PRIME_API_KEY``, or none sent). The message says which, and
+    never holds the key."""
 
 
 class PaymentRequiredError(APIError):
@@ -88,6 +94,16 @@ class TransportError(APIError):
 
 class APITimeoutError(TransportError):
     """The request timed out."""
+
+
+#: ``APIError.code`` of a refusal by the collector itself, not the platform.
+COLLECTOR_REFUSED = "collector_refused_key"
+
+
+def refused_by_collector(status: Optional[int], message: str) -> APIError:
+    """A collector's 401 (``UnauthorizedError``) or 403 (``ForbiddenError``)."""
+    cls = ForbiddenError if status == 403 else UnauthorizedError
+    return cls(message, status_code=status, code=COLLECTOR_REFUSED)
 
 
 def is_transient(exc: BaseException) -> bool:

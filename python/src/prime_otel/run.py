@@ -1,7 +1,8 @@
 """The ``Run`` that ``init()`` (``start``) returns: the ``prime_runs`` API, sent
 as OTLP events to a collector with the prime exporter instead of to the platform.
 
-The collector holds the API key, creates the run, retries, queues and
+The collector holds the API key (or, as a multi-tenant gateway, lets the
+trainer in by the trainer's own, ``_auth``), creates the run, retries, queues and
 closes the run out; this process only says what happened, in four events:
 ``prime.run.start`` (at ``init()``, so the collector creates the run and can
 answer about it), ``prime.metrics`` (one per ``log_metrics`` call),
@@ -27,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from . import _fork, _keys, _otel, _status
-from .errors import DeliveryError, RunFinishedError
+from .errors import DeliveryError, RunFinishedError, refused_by_collector
 from .models import CONFIG_SOURCE_KEY, ConfigSource, Mode, OnError, RunKind, RunSpec, RunStatus
 from .values import drop_non_finite, json_text, plain, scalars
 
@@ -251,6 +252,7 @@ class Run:
             return True
         budget = 30.0 if timeout is None else max(0.0, float(timeout))
         result = self._pipeline.flush(budget)
+        self._raise_key_refusal("flush")
         if not result.delivered:
             self._undelivered("flush", result, budget)
         return result.delivered
@@ -268,8 +270,9 @@ class Run:
         """Send what is queued and end the run (rank 0 of the starting process
         only), within ``timeout`` (else ``finish_timeout``) seconds. What did
         not reach the collector by then is named in a warning, or raised as
-        ``DeliveryError`` under ``on_error="raise"``. Idempotent: the first
-        caller's status counts."""
+        ``DeliveryError`` under ``on_error="raise"``; a collector that refused
+        the trainer's key raises ``UnauthorizedError`` (or ``ForbiddenError``)
+        there instead. Idempotent: the first caller's status counts."""
         with self._finish_lock:
             if self._finished:
                 return
@@ -318,6 +321,7 @@ class Run:
             logger.log(level, "prime_otel: run %s: waiting up to %.0f s for the collector to take %d queued records", self.id, budget, pending)
         result = pipeline.flush(budget)
         pipeline.shutdown()
+        self._raise_key_refusal("finish")
         if not result.delivered:
             self._undelivered("finish", result, budget)
         elif self.dropped_records or self.failed_records:
@@ -336,6 +340,20 @@ class Run:
         if self._on_error == "raise":
             raise DeliveryError(message, undelivered=result.undelivered, dropped=self.dropped_records, failed=sum(self.failed_records.values()))
         logger.warning("prime_otel: %s", message)
+
+    def _raise_key_refusal(self, what: str) -> None:
+        """A collector that would not let the trainer in: every record it
+        refused is lost, so ``on_error="raise"`` raises it, as ``init()``
+        would have (the message names whose key, never the key)."""
+        refusal = self._pipeline.key_refusal if self._pipeline is not None else None
+        if refusal is None:
+            return
+        failed = sum(self.failed_records.values())
+        message = f"run {self.id}: {refusal.message}; {failed} records were refused for good by the time of {what}()"
+        if message not in self.errors:
+            self.errors.append(message)
+        if self._on_error == "raise":
+            raise refused_by_collector(refusal.status, message)
 
     def fail(self, error: Union[str, BaseException], *, timeout: Optional[float] = None) -> None:
         self.finish(status=RunStatus.FAILED, error=_describe(error), timeout=timeout)

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Dict, Optional, Sequence
 
-from . import _keys, _otel, _status, _transport
+from . import _auth, _keys, _otel, _status, _transport
 from .errors import (
     APIError,
     ConfigurationError,
@@ -21,6 +21,7 @@ from .errors import (
     NotFoundError,
     PaymentRequiredError,
     UnauthorizedError,
+    refused_by_collector,
 )
 from .models import EnvironmentRef, Mode, OnError, RunKind, RunSpec, TrainingSpec, normalize_config
 from .run import Run
@@ -76,19 +77,28 @@ def init(
     evaluation, as there), plus where the collector is (``endpoint``,
     ``status_endpoint``), which run this is (``key``, shared by every process
     of the run) and how much may wait for the collector (``queue_bytes``).
-    ``api_key`` and ``base_url`` are accepted so calls written for the platform
-    SDK run unchanged, and ignored: the collector holds the key.
+    ``api_key`` (else ``PRIME_API_KEY``) is the trainer's platform key, sent as
+    ``Authorization: Bearer`` to a collector on https or loopback and never in
+    clear text off the host (``_auth``): a multi-tenant gateway lets the
+    trainer in by it; one that holds its own key ignores it. ``base_url`` is
+    accepted so calls written for the platform SDK run unchanged, and
+    ignored: the collector knows where the platform is.
 
     Online, ``init()`` asks the collector what became of the run, for up to
     ``init_timeout`` seconds: a refused run raises here (``UnauthorizedError``,
     ``ForbiddenError``, ``ConfigurationError`` for a missing team), and
-    ``run.id`` and ``run.url`` are the platform's."""
+    ``run.id`` and ``run.url`` are the platform's. A collector that will not
+    let the trainer in raises ``UnauthorizedError`` (401) or
+    ``ForbiddenError`` (403), saying whose key it refused."""
+    # Held as a Secret from here on: a debugger's or error reporter's view of
+    # this frame's locals shows [REDACTED].
+    api_key = _auth.Secret(api_key) if api_key is not None else None
     if kind not in ("train", "eval"):
         raise ConfigurationError(f"kind={kind!r} is not one of 'train' or 'eval'")
     if training is not None and kind != "train":
         raise ConfigurationError("training= only applies to kind='train'")
-    if api_key is not None or base_url is not None:
-        logger.debug("prime_otel: api_key and base_url are the collector's settings; ignored here")
+    if base_url is not None:
+        logger.debug("prime_otel: base_url is the collector's setting; ignored here")
     if ignored:
         logger.debug("prime_otel: init() arguments with no meaning over OTLP, ignored: %s", ", ".join(sorted(ignored)))
 
@@ -118,8 +128,13 @@ def init(
             key = _keys.new(rank)
     attributes = _resource(spec, attached_id=id, key=key)
     otlp = endpoint or os.environ.get(LOGS_ENDPOINT_ENV) or os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT
-    info = _check(attributes, otlp, status_endpoint, kind, key, id, init_timeout)
-    pipeline = _otel.open_pipeline(attributes, otlp, max_bytes=_queue_bytes(queue_bytes), max_records=queue_size)
+    logs_url = _otel.logs_url(otlp)
+    status_url = _status.status_base(otlp, status_endpoint or os.environ.get(STATUS_ENV))
+    logs_credentials, status_credentials = _auth.for_collector([logs_url, status_url], api_key=api_key, environ=os.environ)
+    tls = _transport.tls_context(os.environ)
+    info = _check(attributes, logs_url, status_url, logs_credentials, status_credentials, tls, kind, key, id, init_timeout)
+    pipeline = _otel.open_pipeline(attributes, otlp, max_bytes=_queue_bytes(queue_bytes), max_records=queue_size,
+                                   credentials=logs_credentials, tls=tls)
     run = Run(
         spec=spec,
         pipeline=pipeline,
@@ -138,14 +153,15 @@ def init(
     return run
 
 
-def _check(attributes: Dict[str, Any], otlp: str, status_endpoint: Optional[str], kind: str, key: Optional[str],
+def _check(attributes: Dict[str, Any], logs_url: str, status_url: str, credentials: _auth.Credentials,
+           status_credentials: _auth.Credentials, tls: Any, kind: str, key: Optional[str],
            run_id: Optional[str], init_timeout: Optional[float]) -> _status.RunInfo:
-    """The collector's answer about the run; raises when it refused the run."""
+    """The collector's answer about the run; raises when it refused the run,
+    or would not let the trainer in."""
     timeout = DEFAULT_INIT_TIMEOUT if init_timeout is None else max(0.0, float(init_timeout))
-    base = _status.status_base(otlp, status_endpoint or os.environ.get(STATUS_ENV))
     info = _status.check(
-        attributes, logs_url=_otel.logs_url(otlp), status_url=base, headers=_transport.otlp_headers(os.environ),
-        kind=kind, key=key, run_id=run_id, timeout=timeout,
+        attributes, logs_url=logs_url, status_url=status_url, credentials=credentials,
+        status_credentials=status_credentials, tls=tls, kind=kind, key=key, run_id=run_id, timeout=timeout,
     )
     who = run_id or key
     if info.state == "refused":
@@ -155,11 +171,8 @@ def _check(attributes: Dict[str, Any], otlp: str, status_endpoint: Optional[str]
             f"run {who} is already closed ({info.status or 'ended'}); a run's key names one run: use a new {KEY_ENV}"
         )
     if info.state == "unchecked":
-        if info.status_code in (401, 403):
-            raise ConfigurationError(
-                f"the collector refused the run's first request ({info.error}): it wants credentials; "
-                "set OTEL_EXPORTER_OTLP_HEADERS (for example authorization=Bearer%20<token>)"
-            )
+        if info.status_code in _transport.REFUSED_KEY_STATUS:
+            raise refused_by_collector(info.status_code, f"run {who} was not let in: {info.error}")
         logger.warning("prime_otel: run %s was not checked (%s); its records wait in the queue until a collector takes them", who, info.error)
     elif info.state in ("unknown", "pending"):
         logger.warning(
