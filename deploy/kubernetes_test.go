@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,6 +45,8 @@ func newObject(apiVersion, kind string) (metav1.Object, error) {
 		return &batchv1.Job{}, nil
 	case "policy/v1/PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}, nil
+	case "networking.k8s.io/v1/NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}, nil
 	}
 	return nil, fmt.Errorf("apiVersion %q kind %q is not a type these manifests use", apiVersion, kind)
 }
@@ -472,8 +475,11 @@ func TestTheKustomizationTiesTheTwoTiersAndRedisInOneNamespace(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"Namespace/" + namespace, "Deployment/prime-gateway", "Service/prime-gateway-headless",
-		"StatefulSet/prime-redis", "Service/prime-redis", "DaemonSet/prime-agent"} {
+		"StatefulSet/prime-redis", "Service/prime-redis", "DaemonSet/prime-agent",
+		"NetworkPolicy/prime-gateway", "NetworkPolicy/prime-agent", "NetworkPolicy/prime-redis"} {
 		assert.True(t, kinds[want], "kustomization.yaml brings %s", want)
 	}
-	assert.False(t, kinds["Secret/"+apiKeySecret], "the API key is created out of band, never applied from the repository")
+	for k := range kinds {
+		assert.False(t, strings.HasPrefix(k, "Secret/"), "%s: keys, tokens, passwords and certificates are created out of band, never applied from the repository", k)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -36,17 +37,25 @@ type openTelemetryCollector struct {
 
 const injectAnnotation = "sidecar.opentelemetry.io/inject"
 
-// operatorSidecar decodes operator/sidecar.yaml: the collector resource and
-// the Job it is injected into.
+// operatorSidecar decodes operator/sidecar.yaml: the collector resource,
+// the Job it is injected into and the NetworkPolicy of the Job's pods.
 func operatorSidecar(t *testing.T) (*openTelemetryCollector, *batchv1.Job) {
 	t.Helper()
+	col, job, _ := operatorFileObjects(t)
+	return col, job
+}
+
+func operatorFileObjects(t *testing.T) (*openTelemetryCollector, *batchv1.Job, *networkingv1.NetworkPolicy) {
+	t.Helper()
 	docs := yamlDocuments(t, operatorFile)
-	require.Len(t, docs, 2, "%s: the OpenTelemetryCollector and a Job", operatorFile)
+	require.Len(t, docs, 3, "%s: the OpenTelemetryCollector, a Job and its NetworkPolicy", operatorFile)
 	var col openTelemetryCollector
 	require.NoError(t, decodeStrict(docs[0], &col), "the OpenTelemetryCollector")
 	var job batchv1.Job
 	require.NoError(t, decodeStrict(docs[1], &job), "the Job")
-	return &col, &job
+	var policy networkingv1.NetworkPolicy
+	require.NoError(t, decodeStrict(docs[2], &policy), "the NetworkPolicy")
+	return &col, &job, &policy
 }
 
 func operatorConfig(t *testing.T, col *openTelemetryCollector) (string, collectorConfig) {
@@ -93,4 +102,21 @@ func TestTheOperatorSidecarsConfigFindsItsEnvSecretAndVolumes(t *testing.T) {
 		assert.True(t, slices.ContainsFunc(col.Spec.VolumeMounts, func(m corev1.VolumeMount) bool { return !m.ReadOnly && under(dir, m.MountPath) }),
 			"file_storage's directory %s is on a writable volume", dir)
 	}
+}
+
+// The sidecar's health and metrics listen on the pod IP: the Job's pods are
+// selected by the NetworkPolicy shipped with them, which admits the
+// monitoring namespace to metrics and nobody to health.
+func TestTheOperatorSidecarsPodsAreBehindTheirNetworkPolicy(t *testing.T) {
+	col, job, policy := operatorFileObjects(t)
+	assert.Equal(t, job.Namespace, policy.Namespace)
+	policies := []*networkingv1.NetworkPolicy{policy}
+	pod := job.Spec.Template.Labels
+	require.NotEmpty(t, selectingPolicies(t, policies, job.Namespace, pod), "the NetworkPolicy selects the Job's pods")
+	_, cfg := operatorConfig(t, col)
+	env := containerEnv(col.Spec.Env)
+	metrics := atoi(t, resolveEnv(cfg.metricsPort(t), env))
+	health, _ := cfg.healthEndpoint(t)
+	assert.True(t, admittedFrom(t, policies, job.Namespace, pod, metrics, "monitoring", monitoringNS, unlabelledPod), "monitoring scrapes the metrics")
+	assert.False(t, admittedFrom(t, policies, job.Namespace, pod, portOf(t, resolveEnv(health, env)), namespace, telemetryNSLabel, unlabelledPod), "no pod reaches health")
 }
