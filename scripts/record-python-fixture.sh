@@ -60,7 +60,13 @@ record() {
 
 start_trainer() { # script key port
   # A crash is what one set records: its exit status is not this script's.
+  # The trainer sends a made-up platform key (over loopback, as a
+  # multi-tenant gateway's trainer does), never the caller's own, and no
+  # headers or CA from the caller's environment.
   (cd "$(dirname "$1")" && env -u RANK -u RUN_ID -u PRIME_RUN_ID -u PRIME_STATUS_ENDPOINT \
+    -u OTEL_EXPORTER_OTLP_HEADERS -u OTEL_EXPORTER_OTLP_LOGS_HEADERS \
+    -u OTEL_EXPORTER_OTLP_CERTIFICATE -u OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE \
+    PRIME_API_KEY=recording-key-not-a-platform-key \
     OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$3" PRIME_RUN_KEY="$2" \
     PYTHONPATH="$PYTHONPATH:$ROOT/python/src" "$PYTHON" "$1") || log "$1 exited with $?"
 }
