@@ -2,6 +2,9 @@
 rule, the OTel header variables, and that the key is shown nowhere. No
 network: the requests themselves are in test_status.py and test_run.py."""
 
+import http.client
+import logging
+import random
 import unittest
 
 import prime_otel as pr
@@ -80,6 +83,24 @@ class OtlpHeaderVariables(unittest.TestCase):
                 self.assertIn(f"OTEL_EXPORTER_OTLP_HEADERS: {named} is left out", logs.output[0])
                 self.assertIn(why, logs.output[0])
                 self.assertNotIn("secret", logs.output[0])
+
+    def test_whatever_the_variable_holds_every_header_kept_is_one_http_client_sends(self):
+        # Seeded random text over the characters that matter (separators,
+        # escapes, controls, non-latin-1): a header http.client refuses would
+        # raise on the delivery thread, at every request of the run.
+        rng = random.Random(31)
+        alphabet = "ab=,% \t\r\n\x00\x7f-_.:é€%0A%0D%2C%3D%20%E2%82%AC"
+        for _ in range(3000):
+            raw = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+            with self.subTest(raw=raw):
+                logging.disable(logging.WARNING)  # the warnings for left-out pairs are tested above
+                try:
+                    headers, _ = _auth.otlp_headers({"OTEL_EXPORTER_OTLP_HEADERS": raw})
+                finally:
+                    logging.disable(logging.NOTSET)
+                for name, value in headers.items():
+                    self.assertTrue(http.client._is_legal_header_name(name.encode("ascii")), name)
+                    self.assertIsNone(http.client._is_illegal_header_value(value.encode("latin-1")), value)
 
 
 class WhichKeyIsSent(unittest.TestCase):
