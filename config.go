@@ -105,6 +105,8 @@ type Config struct {
 	// SharedRegistry keeps the run registry in Redis, shared by every
 	// collector configured with the same one; exclusive with Storage.
 	SharedRegistry configoptional.Optional[SharedRegistryConfig] `mapstructure:"shared_registry"`
+	// Tenants makes a multi-tenant gateway (config_tenants.go).
+	Tenants TenantsConfig `mapstructure:"tenants"`
 }
 
 // SharedRegistryConfig shares the run registry between collectors: node
@@ -210,7 +212,7 @@ func (cfg *Config) Validate() error {
 	var errs []error
 	switch cfg.Mode {
 	case ModeOnline:
-		if cfg.APIKey == "" {
+		if cfg.APIKey == "" && !cfg.Tenants.Enabled {
 			errs = append(errs, errors.New("api_key is required in online mode: set it (api_key: ${env:PRIME_API_KEY}) or use mode: offline to write runs to a local directory"))
 		}
 		if _, err := rft.NormalizeBaseURL(cfg.ClientConfig.Endpoint); err != nil {
@@ -247,6 +249,9 @@ func (cfg *Config) Validate() error {
 	}
 	if err := cfg.Traces.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("traces: %w", err))
+	}
+	if err := cfg.Tenants.validate(cfg); err != nil {
+		errs = append(errs, err)
 	}
 	if sr := cfg.SharedRegistry.Get(); sr != nil {
 		if cfg.Storage != nil {

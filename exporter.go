@@ -48,6 +48,8 @@ type primeExporter struct {
 	mu     sync.Mutex
 	starts int
 	live   *backend // nil before start, and in disabled mode
+	// tenants replaces live on a multi-tenant gateway (tenants.go).
+	tenants *tenants
 	// unregister removes the exporter from the status extensions it
 	// answers for (runstatus.go).
 	unregister []func()
@@ -147,6 +149,22 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		rc.Where = func(id string) zap.Field { return zap.String("directory", platform.RunDirectory(e.cfg.Directory, id)) }
 		rc.WhereEval = rc.Where
 	default:
+		rc.RequireTeam = true
+		rc.Where = func(id string) zap.Field {
+			return zap.String("dashboard", rft.TrainingDashboardURL(e.cfg.FrontendURL, id))
+		}
+		rc.WhereEval = func(id string) zap.Field {
+			return zap.String("dashboard", rft.Evaluation{ID: id}.DashboardURL(e.cfg.FrontendURL))
+		}
+		if e.cfg.Tenants.Enabled {
+			t, err := e.startTenants(ctx, host, rc, deps)
+			if err != nil {
+				return err
+			}
+			e.tenants = t
+			e.registerStatus(host)
+			return nil
+		}
 		online, err := e.onlineBackend(ctx, host)
 		if err != nil {
 			return err
@@ -158,13 +176,6 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 				return err
 			}
 			traces, b.closeIdle = t, func() { online.CloseIdleConnections(); t.CloseIdleConnections() }
-		}
-		rc.RequireTeam = true
-		rc.Where = func(id string) zap.Field {
-			return zap.String("dashboard", rft.TrainingDashboardURL(e.cfg.FrontendURL, id))
-		}
-		rc.WhereEval = func(id string) zap.Field {
-			return zap.String("dashboard", rft.Evaluation{ID: id}.DashboardURL(e.cfg.FrontendURL))
 		}
 	}
 	if flush := e.cfg.queueFlush(); e.cfg.FinalizeGrace < flush {
@@ -283,13 +294,9 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 			"and their episode tables continue under random sample_id ranges; set storage: <storage extension> to keep them across restarts")
 		return runs.NewMemStore(), nil
 	}
-	ext, ok := host.GetExtensions()[*e.cfg.Storage]
-	if !ok {
-		return nil, fmt.Errorf("storage: no extension %q is configured; add it under extensions and service::extensions", e.cfg.Storage.String())
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("storage: extension %s is not a storage extension", e.cfg.Storage.String())
+	se, err := e.storageExtension(host)
+	if err != nil {
+		return nil, err
 	}
 	client, err := se.GetClient(ctx, component.KindExporter, e.settings.ID, "runs")
 	if err != nil {
@@ -301,6 +308,19 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 		return runs.NewMemStore(), nil
 	}
 	return runs.NewExtensionStore(client, runs.ExtensionOptions{Logger: e.logger, Name: e.cfg.Storage.String(), Health: e.status.health(statusRunRegistry)}), nil
+}
+
+// storageExtension is the extension storage names.
+func (e *primeExporter) storageExtension(host component.Host) (storage.Extension, error) {
+	ext, ok := host.GetExtensions()[*e.cfg.Storage]
+	if !ok {
+		return nil, fmt.Errorf("storage: no extension %q is configured; add it under extensions and service::extensions", e.cfg.Storage.String())
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("storage: extension %s is not a storage extension", e.cfg.Storage.String())
+	}
+	return se, nil
 }
 
 // sharedStore is the fleet's run registry in Redis. It connects on first
@@ -340,8 +360,11 @@ func (e *primeExporter) shutdown(ctx context.Context) error {
 		e.onLastShutdown()
 	}
 	e.unregisterStatus()
-	b := e.live
-	e.live = nil
+	b, t := e.live, e.tenants
+	e.live, e.tenants = nil, nil
+	if t != nil {
+		return t.shutdown(ctx)
+	}
 	if b == nil {
 		return nil
 	}
@@ -381,9 +404,23 @@ func (e *primeExporter) queueHost(host component.Host, signal string) component.
 }
 
 // backend is nil in disabled mode and after shutdown: pushes drop
-// everything.
+// everything. On a multi-tenant gateway it is always nil: a backend is
+// the sender's (backendFor).
 func (e *primeExporter) backend() *backend {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.live
+}
+
+// backendFor is the backend for a push of records of signal: the one
+// backend, or on a multi-tenant gateway the sender's, named by the key in
+// ctx's metadata. An error says the data is not taken (tenants.backendFor).
+func (e *primeExporter) backendFor(ctx context.Context, signal string, records int) (*backend, error) {
+	e.mu.Lock()
+	b, t := e.live, e.tenants
+	e.mu.Unlock()
+	if t == nil {
+		return b, nil
+	}
+	return t.backendFor(ctx, signal, records)
 }

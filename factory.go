@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/primeintellect/primeexporter/internal/metadata"
+	"github.com/primeintellect/primeexporter/internal/tenant"
 )
 
 const (
@@ -85,6 +86,7 @@ func createDefaultConfig() component.Config {
 		FinalizeTimeout: 2 * time.Minute,
 		// Off until configured; a configured block gets these defaults.
 		SharedRegistry: configoptional.Default(SharedRegistryConfig{Redis: RedisConfig{Prefix: "prime"}}),
+		Tenants:        TenantsConfig{MaxOpenRuns: 32, MaxTenants: 1000, KeyTTL: tenant.DefaultTTL},
 	}
 }
 
@@ -206,6 +208,6 @@ func helperOptions(e *primeExporter) []exporterhelper.Option {
 		// bounded by the client's brief in-place retries.
 		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
 		exporterhelper.WithRetry(e.cfg.RetryConfig),
-		exporterhelper.WithQueue(e.cfg.QueueConfig),
+		exporterhelper.WithQueue(e.cfg.queueConfig()),
 	}
 }

@@ -51,9 +51,9 @@ func eventName(lr plog.LogRecord) string {
 // sent; prime.run.start only makes the run; records with no known event
 // are ignored and counted.
 func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
-	b := e.backend()
+	b, err := e.backendFor(ctx, runs.SignalLogs, ld.LogRecordCount())
 	if b == nil {
-		return nil
+		return err
 	}
 	retry := plog.NewLogs()
 	var same func(a, b plog.ResourceLogs) bool

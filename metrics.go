@@ -21,9 +21,9 @@ import (
 // push goes back unsent: a batch holds many resources of one run, and
 // sending their later steps would put the run's steps out of order.
 func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) error {
-	b := e.backend()
+	b, err := e.backendFor(ctx, runs.SignalMetrics, md.DataPointCount())
 	if b == nil {
-		return nil
+		return err
 	}
 	opts := stepmetrics.Options{StepMetric: e.cfg.Metrics.StepMetric}
 	retry := pmetric.NewMetrics()

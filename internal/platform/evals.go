@@ -37,7 +37,7 @@ var (
 
 func (o *Online) ResolveEnvironments(ctx context.Context, refs []rft.EnvironmentRef, teamID string) (envs []rft.Environment, err error) {
 	err = o.guard(ctx, func() (err error) {
-		envs, err = o.c.ResolveEnvironments(ctx, refs, teamID)
+		envs, err = o.client().ResolveEnvironments(ctx, refs, teamID)
 		return err
 	})
 	return envs, err
@@ -45,26 +45,26 @@ func (o *Online) ResolveEnvironments(ctx context.Context, refs []rft.Environment
 
 func (o *Online) CreateEvaluation(ctx context.Context, req rft.CreateEvaluationRequest, _ Origin) (ev rft.Evaluation, err error) {
 	err = o.guard(ctx, func() (err error) {
-		ev, err = o.c.CreateEvaluation(ctx, req)
+		ev, err = o.client().CreateEvaluation(ctx, req)
 		return err
 	})
 	return ev, err
 }
 
 func (o *Online) AppendSamples(ctx context.Context, evalID string, samples []json.RawMessage) error {
-	return o.guard(ctx, func() error { return o.c.AppendSamples(ctx, evalID, samples) })
+	return o.guard(ctx, func() error { return o.client().AppendSamples(ctx, evalID, samples) })
 }
 
 func (o *Online) UpdateEvaluation(ctx context.Context, evalID string, metadata, summary map[string]any) error {
-	return o.guard(ctx, func() error { return o.c.UpdateEvaluation(ctx, evalID, metadata, summary) })
+	return o.guard(ctx, func() error { return o.client().UpdateEvaluation(ctx, evalID, metadata, summary) })
 }
 
 func (o *Online) FinalizeEvaluation(ctx context.Context, evalID string, summary map[string]any) error {
-	return o.guard(ctx, func() error { return o.c.FinalizeEvaluation(ctx, evalID, summary) })
+	return o.guard(ctx, func() error { return o.client().FinalizeEvaluation(ctx, evalID, summary) })
 }
 
 func (o *Online) SetEvaluationStatus(ctx context.Context, evalID string, status rft.EvaluationStatus, message string) error {
-	return o.guard(ctx, func() error { return o.c.SetEvaluationStatus(ctx, evalID, status, message) })
+	return o.guard(ctx, func() error { return o.client().SetEvaluationStatus(ctx, evalID, status, message) })
 }
 
 // Offline evaluations: <dir>/<eval id>/evaluation.json (the create body,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -26,7 +27,8 @@ import (
 // the collector. Its outage watches log a long outage of the API and of
 // object storage (package outage), each apart: they are different services.
 type Online struct {
-	c       *rft.Client
+	// c is swapped by Rekey, under calls in flight.
+	c       atomic.Pointer[rft.Client]
 	host    component.Host
 	logger  *zap.Logger
 	api     *outage.Watch
@@ -57,11 +59,29 @@ var (
 // NewOnline wraps c; host receives the status event when the key is
 // refused; watch configures the outage watches.
 func NewOnline(c *rft.Client, host component.Host, logger *zap.Logger, watch ...outage.Option) *Online {
-	return &Online{
-		c: c, host: host, logger: logger,
+	o := &Online{
+		host: host, logger: logger,
 		api:     outage.New("platform API", logger, watch...),
 		objects: outage.New("object storage", logger, watch...),
 	}
+	o.c.Store(c)
+	return o
+}
+
+func (o *Online) client() *rft.Client { return o.c.Load() }
+
+// Rekey makes later calls with c, the same platform under another key of
+// the same user, and clears a tripped guard: on a multi-tenant gateway a
+// tenant whose key was revoked sends again with a new one, and its runs go
+// on under it.
+func (o *Online) Rekey(c *rft.Client) {
+	o.c.Store(c)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.tripped != nil {
+		o.logger.Info("A new key of the same user: sending again")
+	}
+	o.tripped, o.keyOK = nil, time.Time{}
 }
 
 // Refused is the key's refusal once tripped, as a permanent error; nil
@@ -77,7 +97,7 @@ func (o *Online) Refused() error {
 
 // CloseIdleConnections releases the keep-alive connections of the API and
 // object clients.
-func (o *Online) CloseIdleConnections() { o.c.CloseIdleConnections() }
+func (o *Online) CloseIdleConnections() { o.client().CloseIdleConnections() }
 
 // guard makes call unless the key was refused. A 401 trips the guard when
 // the key itself is refused (keyRefused); otherwise it fails this call for
@@ -124,7 +144,7 @@ func (o *Online) keyRefused(ctx context.Context) bool {
 	if fresh {
 		return false
 	}
-	_, err := o.c.Whoami(ctx)
+	_, err := o.client().Whoami(ctx)
 	if err != nil {
 		return true
 	}
@@ -136,7 +156,7 @@ func (o *Online) keyRefused(ctx context.Context) bool {
 
 func (o *Online) CreateRun(ctx context.Context, req rft.CreateRunRequest, _ Origin) (run rft.Run, err error) {
 	err = o.guard(ctx, func() (err error) {
-		run, err = o.c.CreateRun(ctx, req)
+		run, err = o.client().CreateRun(ctx, req)
 		return err
 	})
 	return run, err
@@ -147,15 +167,15 @@ func (o *Online) CreateRun(ctx context.Context, req rft.CreateRunRequest, _ Orig
 func (o *Online) AttachRun(context.Context, string, Origin) error { return o.Refused() }
 
 func (o *Online) PostMetrics(ctx context.Context, runID string, metrics map[string]float64) error {
-	return o.guard(ctx, func() error { return o.c.PostMetrics(ctx, runID, metrics) })
+	return o.guard(ctx, func() error { return o.client().PostMetrics(ctx, runID, metrics) })
 }
 
 func (o *Online) Finalize(ctx context.Context, runID string, exitCode int) error {
-	return o.guard(ctx, func() error { return o.c.Finalize(ctx, runID, exitCode) })
+	return o.guard(ctx, func() error { return o.client().Finalize(ctx, runID, exitCode) })
 }
 
 func (o *Online) SetStatus(ctx context.Context, runID string, status rft.Status, message string) error {
-	return o.guard(ctx, func() error { return o.c.SetStatus(ctx, runID, status, message) })
+	return o.guard(ctx, func() error { return o.client().SetStatus(ctx, runID, status, message) })
 }
 
 // Store runs presign → PUT → confirm, resuming from obj: a URL still
@@ -167,7 +187,7 @@ func (o *Online) Store(ctx context.Context, runID string, obj Object, body []byt
 	if obj.Key == "" || (!obj.Put && obj.expired(now)) {
 		var p rft.Presigned
 		if err := o.guard(ctx, func() (err error) {
-			p, err = o.c.Presign(ctx, runID, obj.Step) // replayable: only mints a URL
+			p, err = o.client().Presign(ctx, runID, obj.Step) // replayable: only mints a URL
 			return err
 		}); err != nil {
 			return err
@@ -176,12 +196,12 @@ func (o *Online) Store(ctx context.Context, runID string, obj Object, body []byt
 		save(obj)
 	}
 	if !obj.Put {
-		if err := watched(o.objects, func() error { return o.c.Put(ctx, obj.URL, body) }); err != nil {
+		if err := watched(o.objects, func() error { return o.client().Put(ctx, obj.URL, body) }); err != nil {
 			return err
 		}
 		obj.Put = true
 		save(obj)
 	}
 	// Replayable: a second confirm of a key changes nothing.
-	return o.guard(ctx, func() error { return o.c.Confirm(ctx, runID, obj.Step, obj.Key) })
+	return o.guard(ctx, func() error { return o.client().Confirm(ctx, runID, obj.Step, obj.Key) })
 }

@@ -53,6 +53,15 @@ const (
 	NoTeam Reason = "no_team"
 	// Unauthorized: the platform refused the API key; nothing is sent until it is fixed.
 	Unauthorized Reason = "unauthorized"
+	// RunLimit: a tenant of a multi-tenant gateway has tenants::max_open_runs
+	// runs open, and the data would open one more.
+	RunLimit Reason = "run_limit"
+	// NoKey: a multi-tenant gateway got data without a sender's platform
+	// key in its metadata (no Authorization header, or include_metadata off).
+	NoKey Reason = "no_key"
+	// KeyRefused: a multi-tenant gateway's data whose sender's key the
+	// platform refuses (whoami answered 401).
+	KeyRefused Reason = "key_refused"
 	// PlatformRejected: the platform refused a metrics post (a step's or a time's row) for good.
 	PlatformRejected Reason = "platform_rejected"
 	// EpisodeTooLarge: an episode is larger than samples.max_episode_bytes.

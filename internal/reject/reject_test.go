@@ -29,7 +29,7 @@ func TestARejectionReadsAsItsMessageAndUnwrapsToIt(t *testing.T) {
 func TestEveryReasonCodeIsDistinctAndSnakeCase(t *testing.T) {
 	codes := []Reason{
 		NoStep, BadStep, NonFinite, BadValue, NoValues, BadWorkType, BadBody,
-		NoIdentity, RunClosed, RunRefused, NoTeam, Unauthorized, PlatformRejected, EpisodeTooLarge, UploadRejected,
+		NoIdentity, RunClosed, RunRefused, NoTeam, Unauthorized, RunLimit, NoKey, KeyRefused, PlatformRejected, EpisodeTooLarge, UploadRejected,
 		RunKind, Eval, OffCadence, EmptyTrajectory, AlreadyDelivered, AlreadySent, NotAnEvent,
 	}
 	snake := regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)

@@ -53,6 +53,11 @@ type Config struct {
 
 	// Persistent says the store outlives the process, for the shutdown line.
 	Persistent bool
+	// MaxOpenRuns bounds the runs not yet closed out; data that would open
+	// one more is refused (run_limit). 0 is no bound. A multi-tenant
+	// gateway gives each tenant its registry and this bound, so that one
+	// tenant cannot fill memory or the store.
+	MaxOpenRuns int
 }
 
 // Telemetry is the self-telemetry the lifecycle counts into.
@@ -165,7 +170,12 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 		g.Warn.Warn("kind\x00"+ident.key(), "Skipped data of a run kind other than train and eval", zap.Stringer("run", ident), zap.String("prime.run.kind", kind))
 		return Lease{}, ErrSkipped
 	}
-	r := g.lookup(ident)
+	r, err := g.lookup(ident)
+	if err != nil {
+		g.Tel.Reject(signal, reject.RunLimit, records)
+		g.Warn.Warn("run_limit", "Refused data that would open a run past the limit of open runs: it is dropped until a run closes", zap.Stringer("run", ident), zap.String("signal", signal), zap.Int("max_open_runs", g.cfg.MaxOpenRuns))
+		return Lease{}, ErrSkipped
+	}
 	if err := r.hold(g.now()); err != nil {
 		return Lease{}, g.refuseClosed(r, signal, records)
 	}
@@ -204,16 +214,36 @@ func (g *Registry) refuseClosed(r *run, signal string, records int) error {
 	return ErrSkipped
 }
 
-func (g *Registry) lookup(ident identity) *run {
+// errRunLimit refuses a run past Config.MaxOpenRuns.
+var errRunLimit = errors.New("too many open runs")
+
+func (g *Registry) lookup(ident identity) (*run, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	key := ident.key()
 	r, ok := g.runs[key]
 	if !ok {
+		if g.cfg.MaxOpenRuns > 0 && g.openLocked() >= g.cfg.MaxOpenRuns {
+			return nil, errRunLimit
+		}
 		r = newRun(ident)
 		g.runs[key] = r
 	}
-	return r
+	return r, nil
+}
+
+// openLocked counts the runs not closed out. A closed run's entry stays
+// (it refuses late data), and costs nothing against the bound.
+func (g *Registry) openLocked() int {
+	n := 0
+	for _, r := range g.runs {
+		r.mu.Lock()
+		if r.state != stateClosed {
+			n++
+		}
+		r.mu.Unlock()
+	}
+	return n
 }
 
 // all lists the registry's runs.

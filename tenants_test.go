@@ -1,0 +1,204 @@
+package primeexporter
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+
+	"github.com/primeintellect/primeexporter/rft/rfttest"
+)
+
+// Two tenants of the fake platform, each with its own key.
+const (
+	aliceKey = "sk-alice-SECRET-1"
+	bobKey   = "sk-bob-SECRET-2"
+)
+
+// newTenantHarness starts a multi-tenant exporter (no key of its own) in
+// front of a fake platform that knows alice and bob.
+func newTenantHarness(t *testing.T, edit func(*Config)) *harness {
+	t.Helper()
+	srv := rfttest.NewServer(rfttest.Options{Users: []rfttest.User{{Key: aliceKey, ID: "alice"}, {Key: bobKey, ID: "bob"}}})
+	t.Cleanup(srv.Close)
+	cfg := createDefaultConfig().(*Config)
+	cfg.ClientConfig.Endpoint = srv.BaseURL()
+	cfg.Tenants.Enabled = true
+	cfg.TeamID = "team-1"
+	cfg.FinalizeGrace = 0
+	cfg.FinalizeTimeout = 5 * time.Second
+	if edit != nil {
+		edit(cfg)
+	}
+	return newHarnessWithHost(t, srv, cfg, componenttest.NewNopHost())
+}
+
+// as is a push's context as the receiver makes it for a sender presenting
+// key (include_metadata: true); "" for no header.
+func as(key string) context.Context {
+	md := map[string][]string{}
+	if key != "" {
+		md["authorization"] = []string{"Bearer " + key}
+	}
+	return client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(md)})
+}
+
+// usersOf lists who made each request of a route (path suffix), in order.
+func usersOf(srv *rfttest.Server, suffix string) []string {
+	var out []string
+	for _, r := range srv.Requests() {
+		if strings.HasSuffix(r.Path, suffix) {
+			out = append(out, r.UserID)
+		}
+	}
+	return out
+}
+
+func TestEachTenantsRunIsCreatedFedAndClosedWithItsOwnKey(t *testing.T) {
+	h := newTenantHarness(t, nil)
+	for _, key := range []string{aliceKey, bobKey} {
+		require.NoError(t, h.exp.pushMetrics(as(key), gauges(trainRun("same-key"), map[int64]map[string]float64{1: {"loss": 1}})))
+	}
+	runs := h.platform.Runs()
+	require.Len(t, runs, 2, "one run per tenant, though both sent prime.run.key=same-key")
+	owners := map[string]string{}
+	for _, r := range runs {
+		owners[r.Owner] = r.ID
+		require.Equal(t, map[int64]map[string]float64{1: {"loss": 1}}, r.Metrics)
+	}
+	require.Contains(t, owners, "alice")
+	require.Contains(t, owners, "bob")
+	require.ElementsMatch(t, []string{"alice", "bob"}, usersOf(h.platform, "/rft/external-runs"))
+	require.ElementsMatch(t, []string{"alice", "bob"}, usersOf(h.platform, "/rft/metrics"))
+
+	require.NoError(t, h.exp.pushLogs(as(aliceKey), events(trainRun("same-key"), runEnd("completed", ""))))
+	h.waitStatus(owners["alice"], rfttest.StatusCompleted)
+	require.Equal(t, []string{"alice"}, usersOf(h.platform, "/rft/finalize"), "alice's close-out, with her key")
+	if r, _ := h.platform.Run(owners["bob"]); r.Status != rfttest.StatusRunning {
+		t.Fatalf("bob's run of the same prime.run.key was closed by alice's end: %s", r.Status)
+	}
+	require.NotContains(t, h.logText(), aliceKey)
+	require.NotContains(t, h.logText(), bobKey)
+}
+
+func TestATenantSendingAnothersRunIDNeverReachesIt(t *testing.T) {
+	h := newTenantHarness(t, nil)
+	require.NoError(t, h.exp.pushMetrics(as(aliceKey), gauges(trainRun("a"), map[int64]map[string]float64{1: {"loss": 1}})))
+	alice := h.onlyRun()
+	attach := map[string]string{"prime.run.id": alice.ID}
+	_ = h.exp.pushMetrics(as(bobKey), gauges(attach, map[int64]map[string]float64{2: {"loss": 666}}))
+	_ = h.exp.pushLogs(as(bobKey), events(attach, runEnd("failed", "sabotage")))
+	time.Sleep(100 * time.Millisecond)
+	r, _ := h.platform.Run(alice.ID)
+	require.Equal(t, map[int64]map[string]float64{1: {"loss": 1}}, r.Metrics, "bob's point reached alice's run")
+	require.Equal(t, rfttest.StatusRunning, r.Status, "bob's end reached alice's run")
+	require.Positive(t, h.count("otelcol_exporter_prime_records_rejected", nil), "bob's refused data is counted")
+}
+
+func TestDataWithoutAKeyOrWithARefusedKeyIsRefusedForGoodAndCounted(t *testing.T) {
+	h := newTenantHarness(t, nil)
+	tests := []struct {
+		name, key, reason string
+	}{
+		{"no key", "", "no_key"},
+		{"a key the platform refuses", "sk-wrong-SECRET", "key_refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := h.exp.pushMetrics(as(tt.key), gauges(trainRun("x"), map[int64]map[string]float64{1: {"loss": 1}}))
+			require.True(t, consumererror.IsPermanent(err), "err = %v", err)
+			require.Equal(t, int64(1), h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": tt.reason}))
+		})
+	}
+	require.Empty(t, h.platform.Runs())
+	require.NotContains(t, h.logText(), "sk-wrong-SECRET")
+}
+
+func TestARevokedKeyStopsItsTenantOnlyAndANewKeyOfTheSameUserGoesOn(t *testing.T) {
+	h := newTenantHarness(t, nil)
+	require.NoError(t, h.exp.pushMetrics(as(aliceKey), gauges(trainRun("a"), map[int64]map[string]float64{1: {"loss": 1}})))
+	require.NoError(t, h.exp.pushMetrics(as(bobKey), gauges(trainRun("b"), map[int64]map[string]float64{1: {"loss": 1}})))
+	h.platform.RevokeKey(aliceKey)
+	// The exporter still trusts alice's key (key_ttl); the platform's 401,
+	// confirmed by whoami, trips her guard alone.
+	_ = h.exp.pushMetrics(as(aliceKey), gauges(trainRun("a"), map[int64]map[string]float64{2: {"loss": 2}}))
+	_ = h.exp.pushMetrics(as(aliceKey), gauges(trainRun("a"), map[int64]map[string]float64{3: {"loss": 3}}))
+	require.NoError(t, h.exp.pushMetrics(as(bobKey), gauges(trainRun("b"), map[int64]map[string]float64{2: {"loss": 2}})))
+	for _, r := range h.platform.Runs() {
+		switch r.Owner {
+		case "alice":
+			require.Len(t, r.Metrics, 1, "alice's steps after her key was revoked")
+		case "bob":
+			require.Len(t, r.Metrics, 2, "bob's steps")
+		}
+	}
+	require.Positive(t, h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": "unauthorized"}))
+	h.exp.status.mu.Lock()
+	permanent := h.exp.status.permanent
+	h.exp.status.mu.Unlock()
+	require.False(t, permanent, "alice's refused key made the component's status a permanent error")
+
+	h.platform.AddUser(rfttest.User{Key: "sk-alice-NEW-3", ID: "alice"})
+	require.NoError(t, h.exp.pushMetrics(as("sk-alice-NEW-3"), gauges(trainRun("a"), map[int64]map[string]float64{4: {"loss": 4}})))
+	for _, r := range h.platform.Runs() {
+		if r.Owner == "alice" {
+			require.Contains(t, r.Metrics, int64(4), "alice's run goes on under her new key")
+		}
+	}
+}
+
+func TestATenantCannotOpenMoreThanMaxOpenRuns(t *testing.T) {
+	h := newTenantHarness(t, func(c *Config) { c.Tenants.MaxOpenRuns = 2 })
+	for _, key := range []string{"r1", "r2", "r3"} {
+		require.NoError(t, h.exp.pushMetrics(as(aliceKey), gauges(trainRun(key), map[int64]map[string]float64{1: {"loss": 1}})))
+	}
+	require.NoError(t, h.exp.pushMetrics(as(bobKey), gauges(trainRun("r1"), map[int64]map[string]float64{1: {"loss": 1}})))
+	perOwner := map[string]int{}
+	for _, r := range h.platform.Runs() {
+		perOwner[r.Owner]++
+	}
+	require.Equal(t, map[string]int{"alice": 2, "bob": 1}, perOwner)
+	require.Equal(t, int64(1), h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": "run_limit"}))
+}
+
+func TestTheTenantsConfigNamesEachRule(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"a key of its own", func(c *Config) { c.APIKey = "k" }, "api_key must be empty"},
+		{"offline", func(c *Config) { c.Mode = ModeOffline }, "needs mode: online"},
+		{"no open runs", func(c *Config) { c.Tenants.MaxOpenRuns = 0 }, "tenants::max_open_runs"},
+		{"no tenants", func(c *Config) { c.Tenants.MaxTenants = 0 }, "tenants::max_tenants"},
+		{"no key ttl", func(c *Config) { c.Tenants.KeyTTL = 0 }, "tenants::key_ttl"},
+		{"traces", func(c *Config) { c.Traces.Enabled = true }, "traces::enabled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.Tenants.Enabled = true
+			tt.edit(cfg)
+			err := cfg.Validate()
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	cfg := createDefaultConfig().(*Config)
+	cfg.Tenants.Enabled = true
+	require.NoError(t, cfg.Validate(), "a multi-tenant gateway needs no api_key")
+}
+
+func TestAMultiTenantGatewayPartitionsItsBatchesBySenderKey(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	q := cfg.queueConfig()
+	require.Empty(t, q.Get().Batch.Get().Partition.MetadataKeys)
+	cfg.Tenants.Enabled = true
+	q = cfg.queueConfig()
+	require.Equal(t, []string{"authorization"}, q.Get().Batch.Get().Partition.MetadataKeys)
+	require.Empty(t, cfg.QueueConfig.Get().Batch.Get().Partition.MetadataKeys, "the user's config is left as it was")
+}
