@@ -22,15 +22,17 @@ import (
 // which routes every signal of a run to one gateway by prime.run.id /
 // prime.run.key. The gateways here are the prime collector in offline mode,
 // each writing to its own directory, configured like deploy/gateway.yaml
-// (an in-memory queue with wait_for_result) minus the shared registry, which
-// two gateways that never see the same run do not need.
-const agentGatewayConfig = `
+// (an in-memory queue with wait_for_result, TLS and a bearer token on the
+// gRPC receiver) minus the shared registry, which two gateways that never
+// see the same run do not need.
+const agentGatewayConfig = gatewayTokenExtension + `
 receivers:
   otlp:
     protocols:
       grpc:
         endpoint: ${env:PRIME_OTLP_GRPC}
         max_recv_msg_size_mib: 128
+` + gatewayTLSReceiver + `
       # Only for the harness, which waits for this port to listen.
       http:
         endpoint: ${env:PRIME_OTLP_HTTP}
@@ -49,6 +51,7 @@ exporters:
     retry_on_failure:
       max_elapsed_time: 60s
 service:
+  extensions: [bearertokenauth/ingest]
   pipelines:
     logs:
       receivers: [otlp]
@@ -93,19 +96,20 @@ func TestTheAgentRoutesEveryRunWholeToOneGateway(t *testing.T) {
 		dir  string
 		grpc string
 	}
+	auth := newFleetAuth(t)
 	var gateways [2]gateway
 	for i := range gateways {
 		g := &gateways[i]
 		g.dir, g.grpc = t.TempDir(), freeAddr(t)
-		g.c = startCollector(t, otelcol, agentGatewayConfig,
-			"PRIME_OTLP_GRPC="+g.grpc, "PRIME_OTLP_HTTP="+freeAddr(t), "PRIME_OFFLINE_DIR="+g.dir)
+		g.c = startCollector(t, otelcol, agentGatewayConfig, append(auth.gatewayEnv(),
+			"PRIME_OTLP_GRPC="+g.grpc, "PRIME_OTLP_HTTP="+freeAddr(t), "PRIME_OFFLINE_DIR="+g.dir)...)
 	}
 	_, metricsPort, _ := net.SplitHostPort(freeAddr(t))
 	agentHTTP := freeAddr(t)
-	agent := startCollector(t, agentBin, string(agentConfig),
+	agent := startCollector(t, agentBin, string(agentConfig), append(auth.agentEnv(),
 		"PRIME_OTLP_HTTP="+agentHTTP, "PRIME_OTLP_GRPC="+freeAddr(t),
 		"PRIME_GATEWAYS="+gateways[0].grpc+","+gateways[1].grpc,
-		"PRIME_AGENT_STORAGE="+t.TempDir(), "PRIME_AGENT_METRICS_PORT="+metricsPort)
+		"PRIME_AGENT_STORAGE="+t.TempDir(), "PRIME_AGENT_METRICS_PORT="+metricsPort)...)
 	outputs := func() string {
 		return "--- agent ---\n" + agent.out.String() +
 			"\n--- gateway 0 ---\n" + gateways[0].c.out.String() +
@@ -260,4 +264,78 @@ func agentMetricSteps(t *testing.T, runDir string) map[int64]bool {
 		steps[int64(post.Metrics["step"])] = true
 	}
 	return steps
+}
+
+// The gateway takes only what comes with the fleet's token (deploy/gateway.yaml
+// behind deploy/agent.yaml). An agent with another token is refused with
+// Unauthenticated, which the OTLP exporter treats as permanent: the agent
+// drops what was refused instead of keeping it on its disk
+// (docs/security.md: rotate a token with an overlap, never by swapping it).
+// The same agent restarted with the right token delivers the next run.
+// Neither token appears in any output: the receiver does not echo what it
+// refused.
+func TestAGatewayRefusesAnAgentWithTheWrongTokenAndTheAgentDropsWhatWasRefused(t *testing.T) {
+	otelcol, trainer := binaries(t)
+	agentBin := agentBinary(t)
+	agentConfig, err := os.ReadFile(filepath.Join("..", "deploy", "agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := newFleetAuth(t)
+	const wrongToken = "not-the-fleets-token-31"
+	dir, grpc := t.TempDir(), freeAddr(t)
+	gw := startCollector(t, otelcol, agentGatewayConfig, append(auth.gatewayEnv(),
+		"PRIME_OTLP_GRPC="+grpc, "PRIME_OTLP_HTTP="+freeAddr(t), "PRIME_OFFLINE_DIR="+dir)...)
+	storage, agentHTTP := t.TempDir(), freeAddr(t)
+	startAgent := func(a fleetAuth) *collector {
+		_, metricsPort, _ := net.SplitHostPort(freeAddr(t))
+		return startCollector(t, agentBin, string(agentConfig), append(a.agentEnv(),
+			"PRIME_OTLP_HTTP="+agentHTTP, "PRIME_OTLP_GRPC="+freeAddr(t), "PRIME_GATEWAYS="+grpc,
+			"PRIME_AGENT_STORAGE="+storage, "PRIME_AGENT_METRICS_PORT="+metricsPort)...)
+	}
+	trainerRun := func(name string) {
+		runTrainer(t, trainer, agentHTTP, "-run-key", name, "-run-name", name,
+			"-steps", "4", "-step-delay", "5ms", "-eval-every", "0")
+	}
+	wrong := startAgent(auth.withToken(t, wrongToken))
+	outputs := func() string { return "--- agent ---\n" + wrong.out.String() + "\n--- gateway ---\n" + gw.out.String() }
+
+	trainerRun("refused-run")
+	eventually(t, "the gateway's refusal, and the drop, in the agent's log", func() bool {
+		out := wrong.out.String()
+		return strings.Contains(out, "code = Unauthenticated") && strings.Contains(out, "Dropping data")
+	}, outputs)
+	if runs := agentRunDirs(t, dir); len(runs) != 0 {
+		t.Fatalf("the gateway took a run from an agent with the wrong token: %v\n%s", runs, outputs())
+	}
+	wrong.stop()
+
+	right := startAgent(auth)
+	trainerRun("accepted-run")
+	eventually(t, "the next run delivered once the agent has the fleet's token", func() bool {
+		runs := agentRunDirs(t, dir)
+		return len(runs) == 1 && runs[0].Status == "completed"
+	}, func() string { return outputs() + "\n--- agent, restarted ---\n" + right.out.String() })
+	right.stop()
+	gw.stop()
+	if runs := agentRunDirs(t, dir); len(runs) != 1 || runs[0].Spec.Name != "accepted-run" {
+		t.Fatalf("want only accepted-run on the gateway, got %v", runs)
+	}
+	all := wrong.out.String() + right.out.String() + gw.out.String()
+	for _, token := range []string{wrongToken, e2eGatewayToken} {
+		if strings.Contains(all, token) {
+			t.Fatalf("a token (%q) appears in the collectors' output", token)
+		}
+	}
+	t.Logf("refused with: %s", firstLineWith(wrong.out.String(), "Unauthenticated"))
+}
+
+// firstLineWith is the first line of s that contains sub.
+func firstLineWith(s, sub string) string {
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, sub) {
+			return line
+		}
+	}
+	return ""
 }

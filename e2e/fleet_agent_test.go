@@ -33,7 +33,8 @@ const (
 )
 
 // fleetAgent starts the agent (deploy/agent.yaml as shipped) on the given
-// trainer-facing HTTP address, queue directory and gateways.
+// trainer-facing HTTP address, queue directory and gateways, which it
+// reaches over TLS with the fleet's token (fleetauth_test.go).
 func fleetAgent(t *testing.T, agentBin, httpAddr, storage string, gateways ...*sharedGateway) *collector {
 	t.Helper()
 	config, err := os.ReadFile(filepath.Join("..", "deploy", "agent.yaml"))
@@ -45,10 +46,10 @@ func fleetAgent(t *testing.T, agentBin, httpAddr, storage string, gateways ...*s
 		eps = append(eps, g.grpc)
 	}
 	_, metricsPort, _ := net.SplitHostPort(freeAddr(t))
-	return startCollector(t, agentBin, string(config),
+	return startCollector(t, agentBin, string(config), append(newFleetAuth(t).agentEnv(),
 		"PRIME_OTLP_HTTP="+httpAddr, "PRIME_OTLP_GRPC="+freeAddr(t),
 		"PRIME_GATEWAYS="+strings.Join(eps, ","),
-		"PRIME_AGENT_STORAGE="+storage, "PRIME_AGENT_METRICS_PORT="+metricsPort)
+		"PRIME_AGENT_STORAGE="+storage, "PRIME_AGENT_METRICS_PORT="+metricsPort)...)
 }
 
 // fleetTrainers plays n runs at once through the agent, each with its own

@@ -25,8 +25,9 @@ import (
 
 // healthGateway starts deploy/gateway.yaml as shipped against platform and
 // a Redis of its own. The shipped gateway takes only OTLP/gRPC (from the
-// agents); the demo trainer speaks OTLP/HTTP, so an HTTP receiver is added,
-// and nothing else changes.
+// agents, over TLS with a token: fleetauth_test.go writes its files); the
+// demo trainer speaks OTLP/HTTP, so a plain HTTP receiver on loopback is
+// added, and nothing else changes.
 func healthGateway(t *testing.T, otelcol string, platform *rfttest.Server, key string) (*collector, *redisServer) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "deploy", "gateway.yaml"))
@@ -41,10 +42,10 @@ func healthGateway(t *testing.T, otelcol string, platform *rfttest.Server, key s
 	config = strings.Replace(config, grpc, "    protocols:\n      http:\n        endpoint: ${env:PRIME_OTLP_HTTP}\n      grpc:\n", 1)
 	redis := startRedis(t, "", "", false)
 	_, metricsPort, _ := net.SplitHostPort(freeAddr(t))
-	c := startCollector(t, otelcol, config,
+	c := startCollector(t, otelcol, config, append(newFleetAuth(t).gatewayEnv(),
 		"PRIME_OTLP_HTTP="+freeAddr(t), "PRIME_OTLP_GRPC="+freeAddr(t),
 		"PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+key, "PRIME_TEAM_ID=team-e2e",
-		"REDIS_ENDPOINT="+redis.addr, "PRIME_GATEWAY_METRICS_PORT="+metricsPort)
+		"REDIS_ENDPOINT="+redis.addr, "PRIME_GATEWAY_METRICS_PORT="+metricsPort)...)
 	if c.health == "" {
 		t.Fatal("deploy/gateway.yaml has no health check on ${env:PRIME_HEALTH_ENDPOINT}")
 	}

@@ -112,14 +112,18 @@ func (r *redisServer) restart() *redisServer {
 // storage anywhere, the sample cadence every 10 steps and short timings.
 // PRIME_WAIT_FOR_RESULT picks wait_for_result (the gateway answers a sender
 // only after delivery, as behind the agents) or an in-memory queue that
-// answers on enqueue (a node collector, as a trainer's sidecar).
-const sharedGatewayConfig = `
+// answers on enqueue (a node collector, as a trainer's sidecar). Its gRPC
+// receiver, where the shipped agent sends, takes TLS and the fleet's token
+// as deploy/gateway.yaml's does (fleetauth_test.go); the HTTP one, for the
+// tests' trainers, stays plain on loopback.
+const sharedGatewayConfig = gatewayTokenExtension + `
 receivers:
   otlp:
     protocols:
       grpc:
         endpoint: ${env:PRIME_OTLP_GRPC}
         max_recv_msg_size_mib: 128
+` + gatewayTLSReceiver + `
       http:
         endpoint: ${env:PRIME_OTLP_HTTP}
 exporters:
@@ -144,6 +148,7 @@ exporters:
       max_interval: 1s
       max_elapsed_time: 0
 service:
+  extensions: [bearertokenauth/ingest]
   pipelines:
     logs:
       receivers: [otlp]
@@ -172,12 +177,12 @@ func startSharedGateway(t *testing.T, otelcol string, platform *rfttest.Server, 
 	t.Helper()
 	g := &sharedGateway{http: freeAddr(t), grpc: freeAddr(t)}
 	// Later entries win (os/exec keeps the last value of a key).
-	g.collector = startCollector(t, otelcol, sharedGatewayConfig, append([]string{
+	g.collector = startCollector(t, otelcol, sharedGatewayConfig, append(newFleetAuth(t).gatewayEnv(), append([]string{
 		"PRIME_OTLP_HTTP=" + g.http, "PRIME_OTLP_GRPC=" + g.grpc,
 		"PRIME_API_BASE=" + platform.BaseURL(), "PRIME_API_KEY=" + e2eKey,
 		"REDIS_ENDPOINT=" + redisAddr, "PRIME_FINALIZE_GRACE=" + grace,
 		"PRIME_WAIT_FOR_RESULT=" + strconv.FormatBool(waitForResult), "PRIME_FINALIZE_TIMEOUT=2m",
-	}, env...)...)
+	}, env...)...)...)
 	return g
 }
 

@@ -252,8 +252,9 @@ print("init() returned")
 	}
 }
 
-// The agent tier (deploy/agent.yaml and deploy/gateway.yaml as shipped):
-// the agent has no prime exporter, so its status route asks the gateways'.
+// The agent tier (deploy/agent.yaml and deploy/gateway.yaml as shipped, the
+// agent sending over TLS with a token: fleetauth_test.go): the agent has no
+// prime exporter, so its status route asks the gateways'.
 // A run created through the agent is found through it, whichever gateway
 // took it.
 func TestTheAgentsStatusRouteAnswersForARunCreatedThroughIt(t *testing.T) {
@@ -266,16 +267,17 @@ func TestTheAgentsStatusRouteAnswersForARunCreatedThroughIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	auth := newFleetAuth(t)
 	var grpcs, statuses []string
 	for range 2 {
 		grpc, status := freeAddr(t), freeAddr(t)
 		_, metricsPort, _ := net.SplitHostPort(freeAddr(t))
 		// PRIME_OTLP_HTTP is only what startCollector waits for: the
 		// gateway's one receiver, gRPC.
-		startCollector(t, otelcol, string(gatewayConfig),
+		startCollector(t, otelcol, string(gatewayConfig), append(auth.gatewayEnv(),
 			"PRIME_OTLP_GRPC="+grpc, "PRIME_OTLP_HTTP="+grpc, "PRIME_STATUS_ENDPOINT="+status,
 			"PRIME_API_BASE="+platform.BaseURL(), "PRIME_API_KEY="+e2eKey, "PRIME_TEAM_ID=team-e2e",
-			"REDIS_ENDPOINT="+redis.addr, "PRIME_GATEWAY_METRICS_PORT="+metricsPort)
+			"REDIS_ENDPOINT="+redis.addr, "PRIME_GATEWAY_METRICS_PORT="+metricsPort)...)
 		grpcs, statuses = append(grpcs, grpc), append(statuses, "http://"+status)
 	}
 	agentConfig, err := os.ReadFile(filepath.Join("..", "deploy", "agent.yaml"))
@@ -284,10 +286,10 @@ func TestTheAgentsStatusRouteAnswersForARunCreatedThroughIt(t *testing.T) {
 	}
 	httpAddr, agentStatus := freeAddr(t), freeAddr(t)
 	_, metricsPort, _ := net.SplitHostPort(freeAddr(t))
-	agent := startCollector(t, agentBin, string(agentConfig),
+	agent := startCollector(t, agentBin, string(agentConfig), append(auth.agentEnv(),
 		"PRIME_OTLP_HTTP="+httpAddr, "PRIME_OTLP_GRPC="+freeAddr(t), "PRIME_GATEWAYS="+strings.Join(grpcs, ","),
 		"PRIME_AGENT_STORAGE="+t.TempDir(), "PRIME_AGENT_METRICS_PORT="+metricsPort,
-		"PRIME_STATUS_ENDPOINT="+agentStatus, "PRIME_STATUS_GATEWAYS="+strings.Join(statuses, ","))
+		"PRIME_STATUS_ENDPOINT="+agentStatus, "PRIME_STATUS_GATEWAYS="+strings.Join(statuses, ","))...)
 
 	if code, st, body := getStatus(t, agentStatus, "key=agent-status-run"); code != http.StatusOK || st.State != "unknown" {
 		fatalf(t, agent, "before its start record the agent answered %d: %s", code, body)
@@ -316,10 +318,10 @@ func TestTheAgentsStatusRouteIsA502WhenNoGatewayAnswers(t *testing.T) {
 	}
 	httpAddr, agentStatus := freeAddr(t), freeAddr(t)
 	_, metricsPort, _ := net.SplitHostPort(freeAddr(t))
-	agent := startCollector(t, agentBin, string(agentConfig),
+	agent := startCollector(t, agentBin, string(agentConfig), append(newFleetAuth(t).agentEnv(),
 		"PRIME_OTLP_HTTP="+httpAddr, "PRIME_OTLP_GRPC="+freeAddr(t), "PRIME_GATEWAYS="+freeAddr(t),
 		"PRIME_AGENT_STORAGE="+t.TempDir(), "PRIME_AGENT_METRICS_PORT="+metricsPort,
-		"PRIME_STATUS_ENDPOINT="+agentStatus, "PRIME_STATUS_GATEWAYS=http://"+freeAddr(t))
+		"PRIME_STATUS_ENDPOINT="+agentStatus, "PRIME_STATUS_GATEWAYS=http://"+freeAddr(t))...)
 	code, st, body := getStatus(t, agentStatus, "key=nowhere")
 	if code != http.StatusBadGateway || st.State != "unavailable" || !strings.Contains(st.Error, "no gateway answered") {
 		fatalf(t, agent, "with no gateway up the agent answered %d: %s", code, body)
