@@ -29,6 +29,7 @@ type config struct {
 	runKey             string
 	runName            string
 	runID              string
+	teamID             string
 	model              string
 	environments       []string
 	status             string
@@ -110,6 +111,7 @@ func parseConfig(args []string, stderr io.Writer, getenv func(string) string) (c
 	fs.StringVar(&cfg.runKey, "run-key", "demo-run", "prime.run.key: the trainer's identity for the run")
 	fs.StringVar(&cfg.runName, "run-name", "demo-run", "prime.run.name")
 	fs.StringVar(&cfg.runID, "run-id", "", "prime.run.id: attach to this existing platform run instead of creating one")
+	fs.StringVar(&cfg.teamID, "team-id", "", "prime.run.team_id: the team to create the run for (a collector without team_id, such as the multi-tenant gateway, needs it)")
 	fs.StringVar(&cfg.model, "model", "Qwen/Qwen3-0.6B", "prime.run.model")
 	fs.StringVar(&envsFlag, "environments", "primeintellect/gsm8k,primeintellect/vf-math@v3", "comma-separated environments (prime.run.environments); <env>@<version> pins a version")
 	fs.StringVar(&cfg.status, "status", statusCompleted, "how the run ends: completed, failed, cancelled, crashed, or none (send no prime.run.end)")

@@ -85,6 +85,9 @@ func TestEveryRequestCarriesTheRunsResource(t *testing.T) {
 		if _, ok := res["prime.run.id"]; ok {
 			t.Error("prime.run.id is set without -run-id")
 		}
+		if _, ok := res["prime.run.team_id"]; ok {
+			t.Error("prime.run.team_id is set without -team-id")
+		}
 	}
 }
 
@@ -96,6 +99,18 @@ func TestRunIDAttachesToAnExistingRun(t *testing.T) {
 	for _, res := range c.resources() {
 		if got := res["prime.run.id"].GetStringValue(); got != "run-abc" {
 			t.Fatalf("prime.run.id = %q, want run-abc", got)
+		}
+	}
+}
+
+func TestTeamIDNamesTheRunsTeam(t *testing.T) {
+	c := newFakeCollector(t, 0)
+	if _, err := runDemo(t, c, "-team-id", "team-a", "-steps", "1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range c.resources() {
+		if got := res["prime.run.team_id"].GetStringValue(); got != "team-a" {
+			t.Fatalf("prime.run.team_id = %q, want team-a", got)
 		}
 	}
 }

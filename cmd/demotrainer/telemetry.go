@@ -66,6 +66,9 @@ func newResource(ctx context.Context, cfg config) (*resource.Resource, error) {
 	if cfg.runID != "" {
 		attrs = append(attrs, attribute.String("prime.run.id", cfg.runID))
 	}
+	if cfg.teamID != "" {
+		attrs = append(attrs, attribute.String("prime.run.team_id", cfg.teamID))
+	}
 	// No resource.WithFromEnv: the run must be what the flags say, whatever
 	// OTEL_RESOURCE_ATTRIBUTES the shell happens to hold.
 	return resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
