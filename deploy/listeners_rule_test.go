@@ -83,7 +83,9 @@ func listeners(cfg collectorConfig, env map[string]string) []listener {
 	for _, id := range sortedKeys(exts) {
 		ext := collectorConfig(asMap(asMap(exts)[id]))
 		for _, keys := range serverKeys {
-			if ep, ok := ext.get(keys...); ok {
+			// A URL is where the extension calls out (prime_auth's platform
+			// API), not where it listens: servers take host:port.
+			if ep, ok := ext.get(keys...); ok && !strings.Contains(fmt.Sprint(ep), "://") {
 				out = append(out, listener{where: "extensions::" + id + "::" + strings.Join(keys, "::"), kind: controlListener, endpoint: resolve(ep), node: ext})
 			}
 		}

@@ -373,6 +373,7 @@ func TestTheListenerRuleRefusesWhatListensOffLoopbackUnguarded(t *testing.T) {
 		{"the collector's metrics on 0.0.0.0", "service:\n  telemetry:\n    metrics:\n      readers:\n        - pull: {exporter: {prometheus: {host: 0.0.0.0, port: 8888}}}\n", nil, nil, "no NetworkPolicy"},
 		{"the collector's metrics on loopback", "service:\n  telemetry:\n    metrics:\n      readers:\n        - pull: {exporter: {prometheus: {host: 127.0.0.1, port: 8888}}}\n", nil, nil, ""},
 		{"an exporter's endpoint is no listener", "exporters:\n  prime: {endpoint: https://api.example.com}\n", nil, nil, ""},
+		{"an extension's URL it calls is no listener", "extensions:\n  prime_auth: {endpoint: \"${env:PRIME_API_BASE:-https://api.example.com}\"}\n", nil, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var cfg collectorConfig
