@@ -100,6 +100,7 @@ func TestTheStatusOfARunTellsItsStateIDAndDashboard(t *testing.T) {
 			name: "an attached run is running under its own id, with the configured frontend",
 			edit: func(c *Config) { c.FrontendURL = "https://frontend.test" },
 			play: func(t *testing.T, h *harness) primestatusextension.Query {
+				h.platform.AddRun("hosted-7")
 				require.NoError(t, h.exp.pushLogs(ctx, events(map[string]string{"prime.run.id": "hosted-7"}, runStart)))
 				return primestatusextension.Query{Kind: "train", ID: "hosted-7"}
 			},

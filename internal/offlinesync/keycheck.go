@@ -11,8 +11,8 @@ import (
 // keyCheck is the platform, noting the first call it answers with
 // success: from then on the key is known good, and Sync lets its runs go
 // at once. Before that they go one at a time, so that a refused key costs
-// one refused call, as it does with one run. AttachRun makes no request,
-// so it proves nothing.
+// one refused call, as it does with one run. AttachRun's check (a presign)
+// proves the key as any other call does.
 type keyCheck struct {
 	Platform
 	once     sync.Once
@@ -39,6 +39,10 @@ func (k *keyCheck) note(err error) error {
 func (k *keyCheck) CreateRun(ctx context.Context, req rft.CreateRunRequest, origin platform.Origin) (rft.Run, error) {
 	run, err := k.Platform.CreateRun(ctx, req, origin)
 	return run, k.note(err)
+}
+
+func (k *keyCheck) AttachRun(ctx context.Context, runID string, origin platform.Origin) error {
+	return k.note(k.Platform.AttachRun(ctx, runID, origin))
 }
 
 func (k *keyCheck) PostMetrics(ctx context.Context, runID string, metrics map[string]float64) error {

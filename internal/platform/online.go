@@ -162,9 +162,20 @@ func (o *Online) CreateRun(ctx context.Context, req rft.CreateRunRequest, _ Orig
 	return run, err
 }
 
-// AttachRun needs no request: the run exists, and the first metrics post
-// or upload for it is the first request.
-func (o *Online) AttachRun(context.Context, string, Origin) error { return o.Refused() }
+// AttachRun checks that the key reaches the run before any data is taken
+// into it: the contract has no route that reads a run, so it asks for a
+// sample upload URL of step 0, which only mints a URL (nothing is
+// uploaded or confirmed, and the viewer shows only confirmed objects). A
+// run id that is not the key's user's answers 404, and the attach is
+// refused before a registry record is written for it: a sender cannot
+// fill the registry with ids that cost no platform call, nor attach to
+// another user's run.
+func (o *Online) AttachRun(ctx context.Context, runID string, _ Origin) error {
+	return o.guard(ctx, func() error {
+		_, err := o.client().Presign(ctx, runID, 0)
+		return err
+	})
+}
 
 func (o *Online) PostMetrics(ctx context.Context, runID string, metrics map[string]float64) error {
 	return o.guard(ctx, func() error { return o.client().PostMetrics(ctx, runID, metrics) })

@@ -10,8 +10,9 @@ import (
 // Runs is what the run lifecycle asks of the place runs live.
 type Runs interface {
 	CreateRun(ctx context.Context, req rft.CreateRunRequest, origin Origin) (rft.Run, error)
-	// AttachRun readies a run created elsewhere (prime.run.id). The platform
-	// needs no request for it; the offline directory makes the run's folder.
+	// AttachRun readies a run created elsewhere (prime.run.id): online it
+	// checks that the key reaches the run; the offline directory makes the
+	// run's folder.
 	AttachRun(ctx context.Context, runID string, origin Origin) error
 	PostMetrics(ctx context.Context, runID string, metrics map[string]float64) error
 	Finalize(ctx context.Context, runID string, exitCode int) error

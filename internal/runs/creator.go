@@ -80,7 +80,16 @@ func (c *creator) attach(ctx context.Context, r *run, res pcommon.Resource) (str
 		// Attaching to an evaluation makes no request, online or off.
 		where, msg = c.cfg.WhereEval, "Attached to evaluation"
 	} else if err := c.api.AttachRun(ctx, r.ident.value, platform.Origin{Identity: r.ident.String(), TeamID: team}); err != nil {
-		return "", refused(r.ident, fmt.Errorf("attach to run %s: %w", r.ident, err))
+		err = fmt.Errorf("attach to run %s: %w", r.ident, err)
+		if _, fromPlatform := rft.AsError(err); fromPlatform && !platform.Permanent(err) {
+			return "", platform.Retryable(err)
+		}
+		// A run the key does not reach stays refused for a while: asking
+		// again per batch changes nothing.
+		r.mu.Lock()
+		r.refusal, r.refusedAt = err, c.now()
+		r.mu.Unlock()
+		return "", refused(r.ident, err)
 	}
 	r.setID(r.ident.value, team)
 	c.fleet.save(ctx, r)
