@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -23,7 +25,10 @@ import (
 // The gateway image (deploy/image/Containerfile) run with podman, as
 // scripts/image.sh --test does: the baked config deploy/image/gateway.yaml,
 // unchanged, against the fake platform on loopback (--network=host), its
-// file_storage directory on a host volume.
+// file_storage directory on a host volume. Its receivers take TLS only and a
+// bearer token on every request: the test's certificate, key and token
+// (fleetauth_test.go) are mounted read-only, and the demo trainer sends over
+// https with the token in OTEL_EXPORTER_OTLP_HEADERS, as a user's would.
 
 // imageSteps is long enough for two sample-table steps at the config's
 // default samples.step_interval of 10.
@@ -32,6 +37,7 @@ const (
 	imageStepInterval = 10
 	imageStorage      = "/var/lib/otelcol-prime" // the image's storage directory
 	imageUID          = 10001                    // the image's user
+	imageCredentials  = "/run/secrets/prime"     // where the test mounts the credential files
 )
 
 // gatewayImage returns the image to run and the demo trainer, failing the
@@ -85,18 +91,51 @@ type container struct {
 	t     *testing.T
 	name  string
 	ports gatewayPorts
+	auth  fleetAuth // the files on the host
 }
+
+// imageAuth writes the credential files into a directory the image's user
+// can read (as a Secret volume with fsGroup gives them to it), and points the
+// trainers the test starts at the gateway's CA and token.
+func imageAuth(t *testing.T) (fleetAuth, string) {
+	t.Helper()
+	a := newFleetAuth(t)
+	dir := volume(t)
+	for _, f := range []string{a.caFile, a.certFile, a.keyFile, a.tokenFile} {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(dst, body, 0o400); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dst, imageUID, imageUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The OTel SDK's own variables: the demo trainer trusts the test's CA
+	// and sends the token (%20: the header value is URL-encoded).
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", a.caFile)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20"+e2eGatewayToken)
+	return a, dir
+}
+
+// httpsEndpoint is the URL the demo trainer sends to.
+func (c *container) httpsEndpoint() string { return "https://" + c.ports.otlpHTTP }
 
 // startGateway runs the image detached on the host's network, with storage
 // mounted at the image's storage directory and the platform's URL and key
 // in the environment, and waits until its OTLP/HTTP port answers.
-func startGateway(t *testing.T, image, name, storage string, platform *rfttest.Server, ports gatewayPorts) *container {
+func startGateway(t *testing.T, image, name, storage string, platform *rfttest.Server, ports gatewayPorts, auth fleetAuth, authDir string) *container {
 	t.Helper()
 	_, metricsPort, _ := net.SplitHostPort(ports.metrics)
-	c := &container{t: t, name: name, ports: ports}
+	c := &container{t: t, name: name, ports: ports, auth: auth}
 	_, _ = podman(t, "rm", "--force", name) // a leftover of an interrupted run
 	if _, err := podman(t, "run", "--detach", "--name", name, "--network=host",
-		"--volume", storage+":"+imageStorage,
+		"--volume", storage+":"+imageStorage, "--volume", authDir+":"+imageCredentials+":ro",
+		"--env", "PRIME_TLS_CERT_FILE="+imageCredentials+"/tls.crt", "--env", "PRIME_TLS_KEY_FILE="+imageCredentials+"/tls.key",
+		"--env", "PRIME_INGEST_TOKEN_FILE="+imageCredentials+"/token",
 		"--env", "PRIME_API_BASE="+platform.BaseURL(), "--env", "PRIME_API_KEY="+e2eKey, "--env", "PRIME_TEAM_ID=team-e2e",
 		"--env", "PRIME_OTLP_HTTP="+ports.otlpHTTP, "--env", "PRIME_OTLP_GRPC="+ports.otlpGRPC,
 		"--env", "PRIME_HEALTH_ENDPOINT="+ports.health,
@@ -276,6 +315,9 @@ func checkImageRun(t *testing.T, c *container, platform *rfttest.Server, sent ma
 	if strings.Contains(c.logs(), e2eKey) {
 		t.Fatal("the API key appears in the container's output")
 	}
+	if strings.Contains(c.logs(), e2eGatewayToken) {
+		t.Fatal("the ingest token appears in the container's output")
+	}
 	return run
 }
 
@@ -284,14 +326,15 @@ func TestTheGatewayImageDeliversADemoRunAsANonRootUserAndAnswersHealthy(t *testi
 	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}})
 	defer platform.Close()
 	storage := volume(t)
-	c := startGateway(t, image, containerName("gateway"), storage, platform, freeGatewayPorts(t))
+	auth, authDir := imageAuth(t)
+	c := startGateway(t, image, containerName("gateway"), storage, platform, freeGatewayPorts(t), auth, authDir)
 
 	waitUntil(t, "health 200 on GET /status", 30*time.Second, func() bool {
 		code, _, err := c.health()
 		return err == nil && code == http.StatusOK
 	})
 	manifestPath := filepath.Join(t.TempDir(), "manifest.json")
-	runTrainer(t, trainer, c.ports.otlpHTTP, "-steps", itoa(imageSteps), "-run-key", "image-run", "-step-delay", "5ms", "-manifest", manifestPath)
+	runTrainer(t, trainer, c.httpsEndpoint(), "-steps", itoa(imageSteps), "-run-key", "image-run", "-step-delay", "5ms", "-manifest", manifestPath)
 	sent := readManifest(t, manifestPath)
 	waitUntil(t, "the run's close-out", 90*time.Second, func() bool {
 		runs := platform.Runs()
@@ -328,7 +371,8 @@ func TestTheGatewayImageKilledDuringAnOutageRestartsOnItsVolumeAndLosesNothing(t
 	defer platform.Close()
 	storage := volume(t)
 	ports := freeGatewayPorts(t)
-	first := startGateway(t, image, containerName("first"), storage, platform, ports)
+	auth, authDir := imageAuth(t)
+	first := startGateway(t, image, containerName("first"), storage, platform, ports, auth, authDir)
 
 	const steps = 30
 	manifestPath := filepath.Join(t.TempDir(), "manifest.json")
@@ -340,7 +384,7 @@ func TestTheGatewayImageKilledDuringAnOutageRestartsOnItsVolumeAndLosesNothing(t
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	go func() {
-		out, err := exec.CommandContext(ctx, trainer, "-endpoint", ports.otlpHTTP, "-steps", itoa(steps), "-run-key", "image-kill",
+		out, err := exec.CommandContext(ctx, trainer, "-endpoint", "https://"+ports.otlpHTTP, "-steps", itoa(steps), "-run-key", "image-kill",
 			"-step-delay", "300ms", "-manifest", manifestPath).CombinedOutput()
 		done <- exit{string(out), err}
 	}()
@@ -370,7 +414,7 @@ func TestTheGatewayImageKilledDuringAnOutageRestartsOnItsVolumeAndLosesNothing(t
 		t.Fatalf("every step had landed before the outage: the kill proves nothing")
 	}
 
-	second := startGateway(t, image, containerName("second"), storage, platform, ports)
+	second := startGateway(t, image, containerName("second"), storage, platform, ports, auth, authDir)
 	waitUntil(t, "a refused request from the new container", time.Minute, func() bool { return refused() > atKill })
 	platform.SetOutage(nil)
 	waitUntil(t, "the run's close-out after the outage", 3*time.Minute, func() bool {
@@ -385,4 +429,72 @@ func TestTheGatewayImageKilledDuringAnOutageRestartsOnItsVolumeAndLosesNothing(t
 	outage := platform.Outages()[0]
 	t.Logf("run %s: %d of %d steps landed before the outage; the trainer finished in it; %d requests refused (%v), the first container killed (SIGKILL) after %d; the second, on the same volume, delivered the rest: every step's metrics, %d objects, each episode once",
 		run.ID, stepsBefore, steps, outage.Refused, outage.ByRoute, atKill, len(run.Objects))
+}
+
+// The image's receivers refuse a sender without the token: 401 over
+// OTLP/HTTP for no token and for a wrong one (whose value the answer and the
+// container's output never repeat), and no answer at all over plain HTTP;
+// the same request with the token is taken.
+func TestTheGatewayImageRefusesASenderWithoutItsToken(t *testing.T) {
+	image, _ := gatewayImage(t)
+	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}})
+	defer platform.Close()
+	auth, authDir := imageAuth(t)
+	c := startGateway(t, image, containerName("auth"), volume(t), platform, freeGatewayPorts(t), auth, authDir)
+
+	ca, err := os.ReadFile(auth.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		t.Fatal("the test CA does not parse")
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	// An empty ExportLogsServiceRequest: a valid OTLP/HTTP body.
+	post := func(scheme, authorization string) (int, string, error) {
+		req, err := http.NewRequest(http.MethodPost, scheme+"://"+c.ports.otlpHTTP+"/v1/logs", strings.NewReader(""))
+		if err != nil {
+			return 0, "", err
+		}
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		return resp.StatusCode, string(body), nil
+	}
+	const wrongToken = "not-the-ingest-token-31"
+	for _, tc := range []struct {
+		name, scheme, authorization string
+		want                        int
+	}{
+		{"no token", "https", "", http.StatusUnauthorized},
+		{"a wrong token", "https", "Bearer " + wrongToken, http.StatusUnauthorized},
+		{"the token without its scheme", "https", e2eGatewayToken, http.StatusUnauthorized},
+		{"the token", "https", "Bearer " + e2eGatewayToken, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, err := post(tc.scheme, tc.authorization)
+			if err != nil || code != tc.want {
+				t.Fatalf("POST /v1/logs with %s: %d %v, want %d:\n%s", tc.name, code, err, tc.want, body)
+			}
+			if strings.Contains(body, wrongToken) || strings.Contains(body, e2eGatewayToken) {
+				t.Fatalf("the answer repeats the token: %s", body)
+			}
+		})
+	}
+	if code, _, err := post("http", "Bearer "+e2eGatewayToken); err == nil && code == http.StatusOK {
+		t.Fatal("the receiver took a request over plain HTTP")
+	}
+	logs := c.logs()
+	if strings.Contains(logs, wrongToken) || strings.Contains(logs, e2eGatewayToken) {
+		t.Fatalf("a token appears in the container's output:\n%s", logs)
+	}
+	c.stop()
 }

@@ -8,8 +8,11 @@
 #
 #   bash scripts/image.sh          build both images, print their sizes
 #   bash scripts/image.sh --test   then run the gateway image against the
-#                                  fake platform and the demo trainer
-#                                  (e2e/image_test.go, build tag image)
+#                                  fake platform and the demo trainer, with
+#                                  authentication on: TLS and a bearer token
+#                                  of the test's own, a sender without the
+#                                  token refused (e2e/image_test.go, build
+#                                  tag image)
 #
 # GATEWAY_IMAGE and AGENT_IMAGE override the names (with their tags).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
