@@ -190,7 +190,11 @@ func shippedConfigs(t *testing.T) []shippedConfig {
 		}
 		for i, m := range block.FindAllStringSubmatch(string(body), -1) {
 			var cfg map[string]any
-			if yaml.Unmarshal([]byte(m[1]), &cfg) == nil && cfg["receivers"] != nil && cfg["service"] != nil {
+			err := yaml.Unmarshal([]byte(m[1]), &cfg)
+			if strings.Contains(m[1], "\nreceivers:") || strings.HasPrefix(m[1], "receivers:") {
+				require.NoError(t, err, "%s: YAML block %d holds receivers but does not parse: a user copying it gets an error", rel, i+1)
+			}
+			if err == nil && cfg["receivers"] != nil && cfg["service"] != nil {
 				out = append(out, shippedConfig{where: rel + ": YAML block " + strconv.Itoa(i+1), cfg: collectorConfig(cfg)})
 			}
 		}
