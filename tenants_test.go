@@ -202,3 +202,28 @@ func TestAMultiTenantGatewayPartitionsItsBatchesBySenderKey(t *testing.T) {
 	require.Equal(t, []string{"authorization"}, q.Get().Batch.Get().Partition.MetadataKeys)
 	require.Empty(t, cfg.QueueConfig.Get().Batch.Get().Partition.MetadataKeys, "the user's config is left as it was")
 }
+
+func TestATenantsClosedRunsAreRememberedWithinABoundAndTheOldestForgotten(t *testing.T) {
+	h := newTenantHarness(t, func(c *Config) { c.Tenants.MaxOpenRuns = 1 })
+	point := func(key string, step int64) error {
+		return h.exp.pushMetrics(as(aliceKey), gauges(trainRun(key), map[int64]map[string]float64{step: {"loss": 1}}))
+	}
+	ids := map[string]string{}
+	for i := range 6 {
+		key := "r" + string(rune('0'+i))
+		require.NoError(t, point(key, 1))
+		require.NoError(t, h.exp.pushLogs(as(aliceKey), events(trainRun(key), runEnd("completed", ""))))
+		runs := h.platform.Runs()
+		ids[key] = runs[len(runs)-1].ID
+		h.waitStatus(ids[key], rfttest.StatusCompleted)
+	}
+	require.Len(t, h.platform.Runs(), 6, "a closed run does not count against max_open_runs")
+	// r5 is remembered: its late data is refused, not a new run.
+	require.NoError(t, point("r5", 2))
+	require.Len(t, h.platform.Runs(), 6)
+	require.Equal(t, int64(1), h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": "run_closed"}))
+	// r0 was forgotten (4 × max_open_runs closed runs are kept): its late
+	// data makes a run of its own.
+	require.NoError(t, point("r0", 2))
+	require.Len(t, h.platform.Runs(), 7)
+}

@@ -223,13 +223,46 @@ func (g *Registry) lookup(ident identity) (*run, error) {
 	key := ident.key()
 	r, ok := g.runs[key]
 	if !ok {
-		if g.cfg.MaxOpenRuns > 0 && g.openLocked() >= g.cfg.MaxOpenRuns {
-			return nil, errRunLimit
+		if g.cfg.MaxOpenRuns > 0 {
+			if g.openLocked() >= g.cfg.MaxOpenRuns {
+				return nil, errRunLimit
+			}
+			g.forgetClosedLocked(closedKept * g.cfg.MaxOpenRuns)
 		}
 		r = newRun(ident)
 		g.runs[key] = r
 	}
 	return r, nil
+}
+
+// closedKept × MaxOpenRuns is how many closed runs a bounded registry
+// remembers, to refuse their late data (run_closed).
+const closedKept = 4
+
+// forgetClosedLocked drops the closed runs that were seen last longest ago
+// until at most keep remain: with MaxOpenRuns a tenant can still open and
+// close runs without end, and each closed one would stay in memory. A
+// forgotten run's late data makes a run of its own again.
+func (g *Registry) forgetClosedLocked(keep int) {
+	type seen struct {
+		key string
+		at  time.Time
+	}
+	var closed []seen
+	for key, r := range g.runs {
+		r.mu.Lock()
+		if r.state == stateClosed {
+			closed = append(closed, seen{key, r.lastSeen})
+		}
+		r.mu.Unlock()
+	}
+	if len(closed) <= keep {
+		return
+	}
+	slices.SortFunc(closed, func(a, b seen) int { return a.at.Compare(b.at) })
+	for _, c := range closed[:len(closed)-keep] {
+		delete(g.runs, c.key)
+	}
 }
 
 // openLocked counts the runs not closed out. A closed run's entry stays
