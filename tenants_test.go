@@ -3,13 +3,18 @@ package primeexporter
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+
+	"github.com/primeintellect/primeexporter/internal/memstorage"
 
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
@@ -226,4 +231,57 @@ func TestATenantsClosedRunsAreRememberedWithinABoundAndTheOldestForgotten(t *tes
 	// data makes a run of its own.
 	require.NoError(t, point("r0", 2))
 	require.Len(t, h.platform.Runs(), 7)
+}
+
+// namedStorage gives each client name its own data, as file_storage gives
+// each its own file, outliving the exporters that use it.
+type namedStorage struct {
+	component.StartFunc
+	component.ShutdownFunc
+	mu      sync.Mutex
+	clients map[string]*memstorage.Client
+}
+
+func (n *namedStorage) GetClient(_ context.Context, _ component.Kind, _ component.ID, name string) (storage.Client, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.clients[name] == nil {
+		n.clients[name] = memstorage.New()
+	}
+	return n.clients[name], nil
+}
+
+func TestAfterARestartATenantsIdleRunIsClosedWithItsOwnKeyBeforeItSendsAgain(t *testing.T) {
+	srv := rfttest.NewServer(rfttest.Options{Users: []rfttest.User{{Key: aliceKey, ID: "alice"}, {Key: bobKey, ID: "bob"}}})
+	t.Cleanup(srv.Close)
+	st := &namedStorage{clients: map[string]*memstorage.Client{}}
+	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
+	start := func(idle time.Duration) *harness {
+		cfg := createDefaultConfig().(*Config)
+		cfg.ClientConfig.Endpoint = srv.BaseURL()
+		cfg.Tenants.Enabled = true
+		cfg.TeamID = "team-1"
+		cfg.Storage = &storageID
+		cfg.IdleTimeout = idle
+		return newHarnessWithHost(t, srv, cfg, host)
+	}
+	first := start(0) // no janitor: the process is killed below
+	require.NoError(t, first.exp.pushMetrics(as(aliceKey), gauges(trainRun("a"), map[int64]map[string]float64{1: {"loss": 1}})))
+	require.NoError(t, first.exp.pushMetrics(as(bobKey), gauges(trainRun("b"), map[int64]map[string]float64{1: {"loss": 1}})))
+	first.abandon() // kill -9
+
+	second := start(50 * time.Millisecond)
+	for _, r := range srv.Runs() {
+		second.waitStatus(r.ID, rfttest.StatusFailed)
+	}
+	byRun := map[string]string{}
+	for _, r := range srv.Requests() {
+		if strings.HasSuffix(r.Path, "/status") {
+			byRun[r.Path] = r.UserID
+		}
+	}
+	for _, r := range srv.Runs() {
+		require.Equal(t, r.Owner, byRun[srv.BaseURL()[len(srv.URL()):]+"/rft/external-runs/"+r.ID+"/status"], "run %s closed with its owner's key", r.ID)
+	}
+	require.Len(t, srv.Runs(), 2)
 }
