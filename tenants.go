@@ -182,7 +182,7 @@ func (t *tenants) openLocked(ctx context.Context, user, key string) (*tenantBack
 		return nil, err
 	}
 	logger := t.e.logger.With(zap.String("tenant", user))
-	online := platform.NewOnline(c, quietHost{}, logger, t.e.outageOptions()...)
+	online := platform.NewOnline(c, quietHost{}, logger, t.e.outageOptions()...).ForTenant()
 	warn := logonce.New(logger, 0)
 	deps := t.deps
 	deps.API, deps.Evals, deps.Refused = online, online, online.Refused

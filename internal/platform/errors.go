@@ -17,6 +17,10 @@ import (
 // key.
 var ErrUnauthorized = errors.New("the platform refused the API key (401): set a valid api_key and restart the collector")
 
+// ErrTenantUnauthorized is ErrUnauthorized for one tenant's key of a
+// multi-tenant gateway.
+var ErrTenantUnauthorized = errors.New("the platform refused the tenant's key (401): its data is dropped until it sends with a key the platform accepts")
+
 // Retryable is the one translation from the platform's error classes to
 // the collector's: permanent errors are dropped, throttling keeps the
 // platform's Retry-After, everything else is retried by exporterhelper.
@@ -80,7 +84,7 @@ func watched(w *outage.Watch, call func() error) error {
 // rft client returns it or as Online reports every call after it: no
 // call can succeed until the key changes.
 func KeyRefused(err error) bool {
-	if errors.Is(err, ErrUnauthorized) {
+	if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrTenantUnauthorized) {
 		return true
 	}
 	rerr, ok := rft.AsError(err)

@@ -41,6 +41,9 @@ type Online struct {
 	keyOK time.Time
 	// confirming serializes the whoami calls of concurrent 401s.
 	confirming sync.Mutex
+	// tenant: the key is one tenant's of a multi-tenant gateway, whose
+	// refusal is not the component's status (ForTenant).
+	tenant bool
 }
 
 // keyConfirmed is how long whoami's acceptance of the key is taken as
@@ -69,6 +72,16 @@ func NewOnline(c *rft.Client, host component.Host, logger *zap.Logger, watch ...
 }
 
 func (o *Online) client() *rft.Client { return o.c.Load() }
+
+// ForTenant makes a refused key one tenant's matter on a multi-tenant
+// gateway: it stops that tenant's data, is not reported as the
+// component's status (readiness stays up while others flow), and lasts
+// until the tenant sends with a key the platform accepts (Rekey). Call it
+// before the first call.
+func (o *Online) ForTenant() *Online {
+	o.tenant = true
+	return o
+}
 
 // Rekey makes later calls with c, the same platform under another key of
 // the same user, and clears a tripped guard: on a multi-tenant gateway a
@@ -120,10 +133,16 @@ func (o *Online) guard(ctx context.Context, call func() error) error {
 	first := o.tripped == nil
 	if first {
 		o.tripped = fmt.Errorf("%w: %s", ErrUnauthorized, rerr.Message)
+		if o.tenant {
+			o.tripped = fmt.Errorf("%w: %s", ErrTenantUnauthorized, rerr.Message)
+		}
 	}
 	tripped := o.tripped
 	o.mu.Unlock()
-	if first {
+	switch {
+	case first && o.tenant:
+		o.logger.Warn("The platform refused this tenant's key; its data is dropped until it sends with a key the platform accepts, and other tenants go on", zap.Error(tripped))
+	case first:
 		// componentstatus reaches only status-watching extensions: the log
 		// line is what a user without one sees.
 		o.logger.Error("The platform refused the API key; the exporter stops sending until the collector is restarted", zap.Error(tripped))
