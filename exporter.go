@@ -199,10 +199,24 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// onlineBackend builds the platform client: the API client from the
-// confighttp settings (auth extensions, TLS, proxy, headers), and a bare
-// client for presigned PUTs that shares only the proxy and the timeout.
+// onlineBackend builds the platform client with the configured key.
 func (e *primeExporter) onlineBackend(ctx context.Context, host component.Host) (*platform.Online, error) {
+	client, err := e.platformClient(ctx, host, string(e.cfg.APIKey))
+	if err != nil {
+		return nil, err
+	}
+	e.logger.Info("Prime exporter is online", zap.String("api", client.APIPrefix()))
+	if e.cfg.TeamID == "" {
+		e.logger.Warn("No team_id is configured: runs whose resource has no prime.run.team_id cannot be created, and their data is rejected (reason no_team); attached runs need none")
+	}
+	return platform.NewOnline(client, e.status.host(host), e.logger, e.outageOptions()...), nil
+}
+
+// platformClient builds the platform client for key: the API client from
+// the confighttp settings (auth extensions, TLS, proxy, headers), and a
+// bare client for presigned PUTs that shares only the proxy and the
+// timeout.
+func (e *primeExporter) platformClient(ctx context.Context, host component.Host, key string) (*rft.Client, error) {
 	httpClient, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.settings.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -213,7 +227,6 @@ func (e *primeExporter) onlineBackend(ctx context.Context, host component.Host) 
 	}
 	opts := rft.Options{
 		BaseURL:    e.cfg.ClientConfig.Endpoint,
-		APIKey:     string(e.cfg.APIKey),
 		HTTPClient: httpClient,
 		PutClient:  putClient,
 		UserAgent:  "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
@@ -224,15 +237,12 @@ func (e *primeExporter) onlineBackend(ctx context.Context, host component.Host) 
 	for _, f := range e.opts.client {
 		f(&opts)
 	}
+	opts.APIKey = key
 	client, err := rft.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint: %w", err)
 	}
-	e.logger.Info("Prime exporter is online", zap.String("api", client.APIPrefix()))
-	if e.cfg.TeamID == "" {
-		e.logger.Warn("No team_id is configured: runs whose resource has no prime.run.team_id cannot be created, and their data is rejected (reason no_team); attached runs need none")
-	}
-	return platform.NewOnline(client, e.status.host(host), e.logger, e.outageOptions()...), nil
+	return client, nil
 }
 
 // onlineTraces builds the Prime Traces client. Prime Traces is another

@@ -69,26 +69,9 @@ const indexKey = "tenants"
 const placeholderKey = "none: a multi-tenant gateway speaks with each sender's key"
 
 func (e *primeExporter) startTenants(ctx context.Context, host component.Host, rc runs.Config, deps runs.Deps) (*tenants, error) {
-	httpClient, err := e.cfg.ClientConfig.ToClient(ctx, host.GetExtensions(), e.settings.TelemetrySettings)
+	base, err := e.platformClient(ctx, host, placeholderKey)
 	if err != nil {
 		return nil, err
-	}
-	putClient, err := rft.NewObjectClient(e.cfg.ClientConfig.ProxyURL, e.cfg.ClientConfig.Timeout)
-	if err != nil {
-		return nil, err
-	}
-	opts := rft.Options{
-		BaseURL: e.cfg.ClientConfig.Endpoint, APIKey: placeholderKey, HTTPClient: httpClient, PutClient: putClient,
-		UserAgent: "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
-		Sleep:     runs.SleepUnless(e.stopping),
-	}
-	for _, f := range e.opts.client {
-		f(&opts)
-	}
-	opts.APIKey = placeholderKey
-	base, err := rft.New(opts)
-	if err != nil {
-		return nil, fmt.Errorf("endpoint: %w", err)
 	}
 	t := &tenants{
 		e: e, base: base, rc: rc, deps: deps, byUser: map[string]*tenantBackend{},
