@@ -57,9 +57,12 @@ const mtMetricsPort = "8888"
 // reach it.
 type mtGateway struct {
 	c        *collector
-	httpAddr string // OTLP/HTTP over TLS
-	grpcAddr string // OTLP/gRPC over TLS
-	caFile   string // the CA that signed the receivers' certificate
+	otelcol  string
+	config   string
+	env      []string // what the collector is set with: a restart keeps it
+	httpAddr string   // OTLP/HTTP over TLS
+	grpcAddr string   // OTLP/gRPC over TLS
+	caFile   string   // the CA that signed the receivers' certificate
 	roots    *x509.CertPool
 }
 
@@ -77,18 +80,36 @@ func startMultitenantGateway(t *testing.T, otelcol string, platform *rfttest.Ser
 		l.Close()
 	}
 	auth := newFleetAuth(t) // a CA of its own and a certificate for 127.0.0.1
-	g := &mtGateway{httpAddr: freeAddr(t), grpcAddr: freeAddr(t), caFile: auth.caFile, roots: x509.NewCertPool()}
+	g := &mtGateway{
+		otelcol: otelcol, config: string(raw),
+		httpAddr: freeAddr(t), grpcAddr: freeAddr(t), caFile: auth.caFile, roots: x509.NewCertPool(),
+	}
 	pem, err := os.ReadFile(auth.caFile)
 	if err != nil || !g.roots.AppendCertsFromPEM(pem) {
 		t.Fatalf("reading the test CA: %v", err)
 	}
-	g.c = startCollector(t, otelcol, string(raw),
-		"PRIME_API_BASE="+platform.URL(),
-		"PRIME_OTLP_HTTP="+g.httpAddr, "PRIME_OTLP_GRPC="+g.grpcAddr,
-		"PRIME_HEALTH_ENDPOINT="+freeAddr(t),
-		"PRIME_STORAGE_DIR="+filepath.Join(t.TempDir(), "storage"),
-		"PRIME_TLS_CERT_FILE="+auth.certFile, "PRIME_TLS_KEY_FILE="+auth.keyFile)
+	g.env = []string{
+		"PRIME_API_BASE=" + platform.URL(),
+		"PRIME_OTLP_HTTP=" + g.httpAddr, "PRIME_OTLP_GRPC=" + g.grpcAddr,
+		"PRIME_HEALTH_ENDPOINT=" + freeAddr(t),
+		"PRIME_STORAGE_DIR=" + filepath.Join(t.TempDir(), "storage"),
+		"PRIME_TLS_CERT_FILE=" + auth.certFile, "PRIME_TLS_KEY_FILE=" + auth.keyFile,
+	}
+	g.c = startCollector(t, otelcol, g.config, g.env...)
 	return g
+}
+
+// restart stops the collector with SIGTERM and starts it again as it was,
+// on the same ports and PRIME_STORAGE_DIR, calling between in between (to
+// lift the platform's outage, say). It returns the output of the
+// collector that stopped.
+func (g *mtGateway) restart(t *testing.T, between func()) string {
+	t.Helper()
+	g.c.stop()
+	out := g.c.out.String()
+	between()
+	g.c = startCollector(t, g.otelcol, g.config, g.env...)
+	return out
 }
 
 // trainerCmd is the demo trainer sending to the gateway over TLS with key
@@ -771,4 +792,95 @@ func intruderLogs(runKey, team string) []byte {
 	scope = field(scope, 2, record("prime.run.end", kv("prime.run.status", str("completed"))))
 	rl := field(field(nil, 1, resource), 2, scope)
 	return field(nil, 1, rl)
+}
+
+func TestMultitenantGatewayRestartedMidRunClosesEachTenantsRunWithItsKey(t *testing.T) {
+	otelcol, trainer := binaries(t)
+	platform := rfttest.NewServer(rfttest.Options{Users: []rfttest.User{
+		{Key: mtAliceKey, ID: "alice", Teams: []string{"team-alice"}},
+		{Key: mtBobKey, ID: "bob", Teams: []string{"team-bob"}},
+	}})
+	defer platform.Close()
+	g := startMultitenantGateway(t, otelcol, platform)
+
+	// Each tenant's first five steps land; then the platform goes down,
+	// and the rest of each run, its prime.run.end included, waits in the
+	// persistent queue.
+	const first, steps = 5, 10
+	users := map[string]string{"alice": mtAliceKey, "bob": mtBobKey}
+	play := func(args ...string) {
+		done := map[string]<-chan trainerResult{}
+		for user, key := range users {
+			done[user] = g.trainInBackground(t, trainer, key, append([]string{"-run-key", mtRunKey, "-team-id", "team-" + user}, args...)...)
+		}
+		for user, d := range done {
+			if r := <-d; r.err != nil {
+				fatalf(t, g.c, "%s's trainer (%v): %v\n%s", user, args, r.err, r.out)
+			}
+		}
+	}
+	play("-steps", itoa(first), "-status", "none", "-step-delay", "20ms")
+	waitFor(t, g.c, "both runs' first steps on the platform", time.Minute, func() bool {
+		a, b := runsOwnedBy(platform, "alice"), runsOwnedBy(platform, "bob")
+		return len(a) == 1 && len(b) == 1 && len(a[0].Metrics) == first && len(b[0].Metrics) == first
+	})
+	platform.SetOutage(&rfttest.Fault{Status: http.StatusServiceUnavailable})
+	// The queue takes the rest during the outage: the exports succeed.
+	play("-start-step", itoa(first+1), "-steps", itoa(steps), "-step-delay", "20ms")
+	for user := range users {
+		if run := runsOwnedBy(platform, user)[0]; run.Status != rfttest.StatusRunning || len(run.Metrics) != first {
+			fatalf(t, g.c, "%s's run should be open with its first %d steps before the restart: %s with %d", user, first, run.Status, len(run.Metrics))
+		}
+	}
+
+	// SIGTERM, the platform back, the same storage: no trainer sends
+	// again, so what closes the runs comes from the queue and the tenant
+	// index.
+	var restartedAt int
+	before := g.restart(t, func() {
+		platform.SetOutage(nil)
+		restartedAt = len(platform.Requests())
+	})
+	waitFor(t, g.c, "both runs whole and completed after the restart", 2*time.Minute, func() bool {
+		for _, user := range []string{"alice", "bob"} {
+			runs := runsOwnedBy(platform, user)
+			if len(runs) != 1 || runs[0].Status != rfttest.StatusCompleted || len(runs[0].Metrics) != steps {
+				return false
+			}
+		}
+		return true
+	})
+	reqs := platform.Requests()[restartedAt:]
+	owners, createdFor := map[string]string{}, map[string]string{}
+	for _, r := range platform.Runs() {
+		owners[r.ID] = r.Owner
+	}
+	if n := len(platform.Runs()); n != 2 {
+		fatalf(t, g.c, "the restart made runs of its own: %d on the platform", n)
+	}
+	finalized := map[string]bool{}
+	for _, req := range reqs {
+		route := routeOf(req)
+		if route == "put" {
+			continue
+		}
+		owner := owners[runOf(req, createdFor)]
+		if route != "whoami" && (owner == "" || req.UserID != owner) {
+			fatalf(t, g.c, "after the restart a %s on %s's run carried the key of %q", route, owner, req.UserID)
+		}
+		if route == "whoami" && req.UserID != "alice" && req.UserID != "bob" {
+			fatalf(t, g.c, "after the restart whoami was asked with the key of %q", req.UserID)
+		}
+		if route == "finalize" {
+			finalized[owner] = true
+		}
+	}
+	if !finalized["alice"] || !finalized["bob"] {
+		fatalf(t, g.c, "each run should be closed out after the restart with its tenant's key; finalized: %v", finalized)
+	}
+	_, table := requestTable(reqs, owners, createdFor)
+	t.Logf("the platform requests after the restart, by run, route and key:\n%s", table)
+	checkNoKeyIn(t, g.c, before)
+	g.c.stop()
+	checkNoKeyIn(t, g.c, g.c.out.String())
 }
