@@ -17,6 +17,7 @@ import (
 	"github.com/primeintellect/primeexporter/internal/queuefill"
 	"github.com/primeintellect/primeexporter/internal/queuestore"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft"
 )
@@ -302,7 +303,7 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 	if e.cfg.Storage == nil {
 		e.logger.Info("No storage configured: a collector restart forgets the runs it served. Runs it created are created again (a second run), " +
 			"and their episode tables continue under random sample_id ranges; set storage: <storage extension> to keep them across restarts")
-		return runs.NewMemStore(), nil
+		return runstore.NewMemStore(), nil
 	}
 	se, err := e.storageExtension(host)
 	if err != nil {
@@ -315,9 +316,9 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 		e.logger.Error("Cannot open the run registry in storage: the exporter goes on without it, as without storage (a restart forgets its runs, and runs created before are created again); move the damaged file aside, or set the file_storage extension's recreate: true",
 			zap.String("storage", e.cfg.Storage.String()), zap.Error(err))
 		e.status.set(statusRunRegistry, fmt.Errorf("storage: %w", err))
-		return runs.NewMemStore(), nil
+		return runstore.NewMemStore(), nil
 	}
-	return runs.NewExtensionStore(client, runs.ExtensionOptions{Logger: e.logger, Name: e.cfg.Storage.String(), Health: e.status.health(statusRunRegistry)}), nil
+	return runstore.NewExtensionStore(client, runstore.ExtensionOptions{Logger: e.logger, Name: e.cfg.Storage.String(), Health: e.status.health(statusRunRegistry)}), nil
 }
 
 // storageExtension is the extension storage names.
@@ -348,7 +349,7 @@ func (e *primeExporter) sharedStore(ctx context.Context, rc RedisConfig) (runs.S
 	}
 	e.logger.Info("The run registry is shared through Redis: collectors with the same shared_registry create each run once and share its sample_id ranges, delivered episodes, pending uploads and close-out",
 		zap.String("endpoint", rc.Endpoint), zap.Int("db", rc.DB), zap.String("prefix", rc.Prefix), zap.Bool("tls", tlsConfig != nil))
-	return runs.NewRedisStore(runs.RedisOptions{
+	return runstore.NewRedisStore(runstore.RedisOptions{
 		Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix, TLS: tlsConfig,
 		Logger: e.logger, Health: e.status.health(statusRunRegistry),
 	}), nil

@@ -19,6 +19,7 @@ import (
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/tenant"
 	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft"
@@ -203,7 +204,7 @@ func (t *tenants) rekeyLocked(ctx context.Context, user string, tb *tenantBacken
 // memory without storage.
 func (t *tenants) store(ctx context.Context, user string) (runs.Store, error) {
 	if t.se == nil {
-		return runs.NewMemStore(), nil
+		return runstore.NewMemStore(), nil
 	}
 	sum := sha256.Sum256([]byte(user))
 	name := "runs-" + hex.EncodeToString(sum[:8])
@@ -211,7 +212,7 @@ func (t *tenants) store(ctx context.Context, user string) (runs.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: tenant %s's run registry: %w", user, err)
 	}
-	return runs.NewExtensionStore(c, runs.ExtensionOptions{Logger: t.e.logger, Name: t.e.cfg.Storage.String(), Health: t.e.status.health(statusRunRegistry)}), nil
+	return runstore.NewExtensionStore(c, runstore.ExtensionOptions{Logger: t.e.logger, Name: t.e.cfg.Storage.String(), Health: t.e.status.health(statusRunRegistry)}), nil
 }
 
 // saveLocked writes the tenant index. A failed write costs the close-outs

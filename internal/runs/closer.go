@@ -36,6 +36,24 @@ const afterWaitQuiet = time.Second
 // maxListedRuns bounds the run ids one log line lists.
 const maxListedRuns = 20
 
+// closeOutFleet is what a close-out asks of the fleet. claimCloseOut says
+// whether this collector closes the run out now. shareEnd tells the fleet
+// of an end found here (the idle janitor's). quiet says no other collector
+// holds the run's data; poll is how often a close-out looks again.
+// awaitLeases waits, within ctx, for the pushes other collectors had in
+// flight when the run was marked closing. seenElsewhere says another
+// collector took the run's data within idle_timeout. save writes the
+// run's record (ending, closed).
+type closeOutFleet interface {
+	claimCloseOut(r *run) claim
+	shareEnd(ctx context.Context, r *run)
+	quiet(r *run) bool
+	poll() time.Duration
+	awaitLeases(ctx context.Context, r *run)
+	seenElsewhere(r *run) bool
+	save(ctx context.Context, r *run)
+}
+
 // closer closes runs out: the sequence a run's end starts (requestEnd, wait
 // for its data, send the terminal status until it lands), the idle_timeout
 // janitor, and the goroutines of both, which it starts and, at shutdown,
@@ -49,7 +67,7 @@ type closer struct {
 	stopping  <-chan struct{}
 	now       func() time.Time
 	pause     func(ctx context.Context, d time.Duration) error
-	fleet     fleet
+	fleet     closeOutFleet
 	handBacks *handBacks
 	// runs lists the registry's runs, for the janitor and the shutdown.
 	runs func() []*run

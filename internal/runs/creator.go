@@ -29,7 +29,17 @@ type creator struct {
 	log   *zap.Logger
 	tel   Telemetry
 	now   func() time.Time
-	fleet fleet
+	fleet createFleet
+}
+
+// createFleet is what the creator asks of the fleet. create sends a run's
+// create once for the fleet, through send (which records the id on the
+// run), or finds the id another collector got; created says the create
+// was this collector's own, to be counted and logged. save writes the
+// run's record once it has its id.
+type createFleet interface {
+	create(ctx context.Context, r *run, send func(context.Context) (string, error)) (id string, created bool, err error)
+	save(ctx context.Context, r *run)
 }
 
 // ensure returns the run's platform id, attaching or creating it once. A

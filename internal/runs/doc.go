@@ -7,8 +7,9 @@
 // # API
 //
 //   - New(Config, Deps, ...Option) builds a Registry on a platform.Runs
-//     backend and a Store (MemStore, ExtensionStore on a storage extension,
-//     or RedisStore, a SharedStore that a fleet of collectors shares), both
+//     backend and a Store (internal/runstore: MemStore, ExtensionStore on
+//     a storage extension, or RedisStore, which a fleet of collectors
+//     shares and which plays the shared roles of fleet_redis.go too), both
 //     chosen once at start. Restore reloads saved runs; Start begins the
 //     idle_timeout janitor (and, in a fleet, the heartbeat); Shutdown
 //     finishes requested close-outs, stops the heartbeat and closes the
@@ -34,7 +35,12 @@
 //
 //   - The fleet (fleet.go) is what this collector shares with the others
 //     of its fleet, picked from the store: solo (fleet_solo.go) for a
-//     Store, redisFleet (fleet_redis.go) for a SharedStore. It covers a
+//     Store, redisFleet (fleet_redis.go) for a store that also plays the
+//     shared roles (holdStore, claimStore, counterStore, pendingStore). It
+//     plays six roles, each declared beside the part that uses it and
+//     held by it alone (fleetRoles): presence and pushHolds (registry.go),
+//     recordKeeper (persist.go), objectLedger (objects.go), createFleet
+//     (creator.go), closeOutFleet (closer.go). It covers a
 //     push's hold, the create and close-out claims, sample_id ranges,
 //     pending uploads, delivered episodes and the run's record, the quiet
 //     checks a close-out waits on, and start/stop (the heartbeat). Solo
@@ -88,18 +94,17 @@
 //     the step that depends on it goes on. A storage extension that
 //     refuses the write (a full disk) does not hold the step back: the
 //     write is kept in memory, answered from there, and written when
-//     storage takes writes again (store_backlog.go); a crash meanwhile
+//     storage takes writes again (runstore's backlog); a crash meanwhile
 //     forgets it.
 //   - Damaged state never stops the collector: a value a store cannot
 //     read is salvaged, or its run left out, with one log line
-//     (store_salvage.go, store_redis_damage.go).
+//     (internal/runstore: salvage.go, extension_repair.go,
+//     redis_damage.go).
 //   - Memory is bounded and flat in a run's length: the sent values are
 //     exact for the newest 512 steps, then kept per key as ranges of sent
 //     steps (at most 256 a key; sentValues); pending uploads (256 per run)
-//     are an LRU cache; the in-memory delivered set (MemStore) keeps the
-//     newest 2^18 fingerprints in two generations, and a storage
-//     extension (ExtensionStore) a run's newest 2^18, pruned through a log
-//     of its markings; and a closed
+//     are an LRU cache; the delivered sets are the store's, bounded there
+//     (runstore's package doc); and a closed
 //     run keeps only a small tombstone, so later data for it is refused
 //     rather than starting a new run.
 //
@@ -114,46 +119,10 @@
 // shared record on every push (one round trip), so what another collector
 // did is seen at the next push.
 //
-// Keys, with <p> the configured prefix and <k> the identity (id:<run id>,
-// key:<run key>, instance:<service.instance.id>); each expiry counts from
-// the key's last write (every push touches the record), so only finished
-// or abandoned runs age out:
-//
-//   - <p>:run:<k>, a hash, 30 days: the record (identity, platform id,
-//     team, state ""/ending/closing/closed, the first end's status and
-//     reason, Prime Traces flags, when any collector last took data) and
-//     the range counters, field range:<step>. A save merges: the id and
-//     the end are written once, the state only moves forward.
-//   - <p>:claim:create:<k>, 2 minutes: the collector creating the run.
-//   - <p>:claim:closeout:<k>, finalize_timeout + 1 minute: the collector
-//     closing the run out.
-//   - <p>:holds:<k>, a sorted set, each member 10 minutes: the run's data
-//     held anywhere, l:<collector>:<n> per push in flight, r:<collector>:<n>
-//     per batch handed back to a collector's retry (renewed by each retry
-//     attempt). A member counts only while its collector's heartbeat is
-//     there; the 10 minutes are the backstop.
-//   - <p>:alive:<collector>, 15 seconds: the collector's heartbeat,
-//     renewed every 5 s (every second after a failed renewal) from Start
-//     until Shutdown has finished its close-outs, and by every hold it
-//     takes. The script that counts a run's holds skips, in the same step,
-//     the members of a collector whose heartbeat has lapsed (it was killed
-//     or lost Redis); it leaves them, so that a collector that answers
-//     again counts again.
-//   - <p>:pending:<k>, a hash, 7 days: unconfirmed uploads by object
-//     fingerprint (range, presigned URL and key, whether the PUT is done).
-//   - <p>:deliveredstep:<step>:<k>, a sorted set per step scored by
-//     marking time, 7 days after its last marking: the fingerprints of the
-//     step's confirmed episodes and committed documents (an evaluation's
-//     samples and documents are under the step -9223372036854775807);
-//     <p>:deliveredsteps:<k>, the run's steps (a sorted set scored by
-//     step), and <p>:deliveredheld:<k>, their count, 7 days. A marking
-//     (one script) deletes the run's oldest steps, whole, past 2^18
-//     fingerprints (at about 100 bytes each in Redis, some 26 MB a run at
-//     most); a check is one pipeline. The sets of earlier releases,
-//     <p>:deliveredz:<k> (the run's newest 2^18 by marking time) and
-//     <p>:delivered:<k> (a plain set), are still read until they expire.
-//   - <p>:ending, a set without expiry: runs whose close-out is not done,
-//     which a starting collector reloads; a close-out removes its run.
+// The keys and their expiries are internal/runstore's (its package doc):
+// a run's record and range counters, the create and close-out claims, its
+// holds, each collector's heartbeat, pending uploads, delivered episodes
+// per step, and the index of runs whose close-out is not done.
 //
 // Create: a push with no id for its run takes the create claim. The winner
 // reads the record again (a creator may have written the id and let its

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -47,7 +48,7 @@ func TestAnEvaluationAndATrainingRunOfOneKeyAreTwoRuns(t *testing.T) {
 	train := identity{source: AttrRunKey, value: "k"}
 	eval := identity{source: AttrRunKey, value: "k", eval: true}
 	assert.NotEqual(t, train.key(), eval.key())
-	assert.Equal(t, eval, savedIdentity(SavedRun{Key: eval.key(), Source: AttrRunKey, Value: "k"}), "a restart knows an evaluation by its key")
+	assert.Equal(t, eval, savedIdentity(runstore.SavedRun{Key: eval.key(), Source: AttrRunKey, Value: "k"}), "a restart knows an evaluation by its key")
 }
 
 func TestTheEvaluationCreateBodyComesFromTheResource(t *testing.T) {

@@ -2,11 +2,11 @@ package runs
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"sync"
 
 	"github.com/primeintellect/primeexporter/internal/evalsample"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
 // evalState is what a run that is an evaluation keeps beyond a training
@@ -19,15 +19,6 @@ type evalState struct {
 	metadata map[string]any
 	sum      *evalsample.Summary
 	counters *evalsample.Counters
-}
-
-// SavedEval is an evaluation's part of its store record. A shared store
-// (Redis) does not keep it: there each collector's summary covers the
-// episodes it delivered, and the close-out sends the closer's.
-type SavedEval struct {
-	Metadata map[string]any  `json:"metadata,omitempty"`
-	Summary  json.RawMessage `json:"summary,omitempty"`
-	Counters json.RawMessage `json:"counters,omitempty"`
 }
 
 // evalState is the run's evaluation state, made on first use.
@@ -55,10 +46,10 @@ func (e *evalState) metadataCopy() map[string]any {
 // summary renders the summary the platform is sent.
 func (e *evalState) summary() map[string]any { return e.sum.Render() }
 
-func (e *evalState) saved() *SavedEval {
+func (e *evalState) saved() *runstore.SavedEval {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := &SavedEval{Metadata: e.metadata}
+	out := &runstore.SavedEval{Metadata: e.metadata}
 	if raw, err := e.sum.MarshalJSON(); err == nil {
 		out.Summary = raw
 	}
@@ -68,7 +59,7 @@ func (e *evalState) saved() *SavedEval {
 	return out
 }
 
-func (e *evalState) restore(sv *SavedEval) {
+func (e *evalState) restore(sv *runstore.SavedEval) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.metadata = sv.Metadata
@@ -94,4 +85,4 @@ func (l Lease) Counters() *evalsample.Counters { return l.r.evalState().counters
 
 // SaveEval records the evaluation's summary in the store, so that a
 // restart finishes it with what was delivered before.
-func (l Lease) SaveEval(ctx context.Context) { l.g.fleet.save(ctx, l.r) }
+func (l Lease) SaveEval(ctx context.Context) { l.g.fleet.records.save(ctx, l.r) }

@@ -2,72 +2,48 @@ package runs
 
 import (
 	"context"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
-	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
-// fleet is what a collector's runs share with the other collectors of a
-// fleet, chosen once, at New, from the store: alone (solo, on a Store) or
-// through Redis (redisFleet, on a SharedStore). The registry, its creator
-// and its closer never ask which they have.
-type fleet interface {
-	// start begins the collector's presence in the fleet (its heartbeat);
-	// stop ends it, once the close-outs are done, and closes the store.
-	start()
-	stop(ctx context.Context) error
+// Store keeps what the registry must remember about a run across a
+// collector restart: identity → platform run id, whether it ended or was
+// closed, its sample_id range counters, its unconfirmed uploads, and which
+// episodes it already delivered. internal/runstore has them:
+// runstore.MemStore remembers nothing across a restart, ExtensionStore
+// keeps it in a storage extension, and RedisStore shares it with a fleet
+// of collectors (it plays the shared roles of fleet_redis.go too).
+type Store interface {
+	// Load returns every run saved before.
+	Load(ctx context.Context) ([]runstore.SavedRun, error)
+	// Save replaces one run's record (a shared store merges it).
+	Save(ctx context.Context, sr runstore.SavedRun) error
+	// Delivered reports, for each fingerprint of an episode of step,
+	// whether it was confirmed before.
+	Delivered(ctx context.Context, runKey string, step int64, fps []uint64) ([]bool, error)
+	// MarkDelivered records confirmed episodes of step.
+	MarkDelivered(ctx context.Context, runKey string, step int64, fps []uint64) error
+	Close(ctx context.Context) error
+}
 
-	// load returns the runs saved before; save writes a run's record,
-	// logging a failure. delivered and markDelivered are the run's
-	// delivered episodes.
-	load(ctx context.Context) ([]SavedRun, error)
-	// record reads the fleet's record of a run by key, taking no hold: a
-	// solo collector's fleet has none beyond its own run map.
-	record(ctx context.Context, runKey string) (SavedRun, bool)
-	save(ctx context.Context, r *run)
-	delivered(ctx context.Context, r *run, step int64, fps []uint64) ([]bool, error)
-	markDelivered(ctx context.Context, r *run, step int64, fps []uint64) error
-
-	// hold registers a push's hold on the run and brings the run up to
-	// date with the fleet; a run closing or closed anywhere comes back as
-	// errRunClosed. unhold lets the hold go. holdRetry and releaseRetry
-	// do the same for data in the collector's retry (handBacks).
-	hold(ctx context.Context, r *run) (string, error)
-	unhold(r *run, hold string)
-	holdRetry(runKey string, token int64)
-	releaseRetry(runKey string, token int64)
-
-	// create sends a run's create once for the fleet, through send (which
-	// records the id on the run), or finds the id another collector got.
-	// created says the create was this collector's own, to be counted and
-	// logged.
-	create(ctx context.Context, r *run, send func(context.Context) (string, error)) (id string, created bool, err error)
-
-	// claimCloseOut says whether this collector closes the run out now.
-	// shareEnd tells the fleet of an end found here (the idle janitor's).
-	// quiet says no other collector holds the run's data; poll is how
-	// often a close-out looks again. awaitLeases waits, within ctx, for
-	// the pushes other collectors had in flight when the run was marked
-	// closing. seenElsewhere says another collector took the run's data
-	// within idle_timeout.
-	claimCloseOut(r *run) claim
-	shareEnd(ctx context.Context, r *run)
-	quiet(r *run) bool
-	poll() time.Duration
-	awaitLeases(ctx context.Context, r *run)
-	seenElsewhere(r *run) bool
-
-	// pending returns the run's unconfirmed upload of object fp, if one
-	// is known; nextRange takes a new sample_id range for step.
-	// savePending and dropPending record an upload's progress and its
-	// confirm (the run's pending cache already holds the change).
-	pending(ctx context.Context, r *run, fp uint64) (platform.Object, bool)
-	nextRange(ctx context.Context, r *run, step int64) int64
-	savePending(ctx context.Context, r *run, fp uint64, obj platform.Object)
-	dropPending(ctx context.Context, r *run, fp uint64)
+// The fleet is what a collector's runs share with the other collectors of
+// a fleet, chosen once, at New, from the store: alone (solo, on a Store)
+// or through Redis (redisFleet, on a store that plays the shared roles).
+// One value plays every role; each part of the registry holds only the
+// roles it uses, declared beside it: the registry its presence and the
+// pushes' holds (registry.go), the records (persist.go), a lease's uploads
+// (objects.go), the creator its create (creator.go) and the closer its
+// close-out (closer.go). None of them asks which fleet it has.
+type fleetRoles struct {
+	presence  presence
+	holds     pushHolds
+	records   recordKeeper
+	objects   objectLedger
+	creates   createFleet
+	closeOuts closeOutFleet
 }
 
 // claim is a fleet's answer to a close-out.
@@ -81,11 +57,13 @@ const (
 
 // newFleet picks the fleet the store allows. ending schedules the
 // close-out of a run whose end the fleet recorded.
-func newFleet(cfg Config, deps Deps, ending func(r *run, end End)) fleet {
-	if s, ok := deps.Store.(SharedStore); ok {
-		return newRedisFleet(s, cfg, deps, ending)
+func newFleet(cfg Config, deps Deps, ending func(r *run, end End)) fleetRoles {
+	if shared, ok := sharedOf(deps.Store); ok {
+		f := newRedisFleet(deps.Store, shared, cfg, deps, ending)
+		return fleetRoles{presence: f, holds: f, records: f, objects: f, creates: f, closeOuts: f}
 	}
-	return &solo{records: records{store: deps.Store, warn: deps.Warn, closing: savedClosed}}
+	s := &solo{records: records{store: deps.Store, warn: deps.Warn, closing: runstore.StateClosed}}
+	return fleetRoles{presence: s, holds: s, records: s, objects: s, creates: s, closeOuts: s}
 }
 
 // records keeps runs' records and delivered sets in a store, for both
@@ -98,7 +76,7 @@ type records struct {
 	closing string
 }
 
-func (s records) load(ctx context.Context) ([]SavedRun, error) { return s.store.Load(ctx) }
+func (s records) load(ctx context.Context) ([]runstore.SavedRun, error) { return s.store.Load(ctx) }
 
 // save writes the run's record. A failed save is logged, not returned:
 // the data was handled, and what is lost is only what a restart would

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
 // The shared registry's timings; the package doc says what each costs.
@@ -24,10 +25,10 @@ const (
 	// attempt.
 	holdTTL = 10 * time.Minute
 	// heartbeatTTL is how long a collector's holds count after its last
-	// heartbeat: a killed collector's holds delay a close-out by at most
-	// this. heartbeatEvery renews it, well within; heartbeatRetry after a
-	// failed renewal.
-	heartbeatTTL   = 15 * time.Second
+	// heartbeat (the store's): a killed collector's holds delay a close-out
+	// by at most this. heartbeatEvery renews it, well within;
+	// heartbeatRetry after a failed renewal.
+	heartbeatTTL   = runstore.HeartbeatTTL
 	heartbeatEvery = 5 * time.Second
 	heartbeatRetry = time.Second
 	// createClaimTTL is how long one collector may take to create a run
@@ -47,14 +48,74 @@ const (
 	sharedCallTimeout = 5 * time.Second
 )
 
-// redisFleet is the fleet of the collectors that share a SharedStore
-// (RedisStore): claims decide who creates and who closes out a run, holds
+// The roles a store shared by a fleet (runstore.RedisStore) plays beyond
+// a Store: what a fleet needs to agree on a run without a lock service.
+// Its Save merges rather than replaces: a state only moves forward, an id
+// or an end once written stays.
+
+// holdStore keeps a run's holds: a run's data in flight anywhere, which
+// its close-out waits for. Hold returns the run's record as the fleet left
+// it (found is false before any collector saved one) and, unless hold is
+// "" or the run is closing or closed, registers hold for ttl or until
+// Unhold; held says whether it did. A hold's first letter is its kind:
+// runstore.HoldLease or runstore.HoldRetry. Holds counts the run's live
+// holds by kind: those not expired whose collector's heartbeat (Alive,
+// which Hold renews too) has not lapsed.
+type holdStore interface {
+	Hold(ctx context.Context, runKey, hold string, ttl time.Duration) (sr runstore.SavedRun, found, held bool, err error)
+	Unhold(ctx context.Context, runKey, hold string) error
+	Holds(ctx context.Context, runKey string) (leases, retries int, err error)
+	Alive(ctx context.Context, owner string, ttl time.Duration) error
+}
+
+// claimStore keeps claims that expire (one collector creates, one closes
+// out). Claim takes name for owner until ttl passes or Unclaim, false
+// when someone else holds it; Unclaim lets name go if owner still holds
+// it.
+type claimStore interface {
+	Claim(ctx context.Context, name, owner string, ttl time.Duration) (bool, error)
+	Unclaim(ctx context.Context, name, owner string) error
+}
+
+// counterStore keeps the fleet's counters (sample_id ranges): Next adds
+// one to one of the run's counters and returns it (1 first).
+type counterStore interface {
+	Next(ctx context.Context, runKey, counter string) (int64, error)
+}
+
+// pendingStore keeps the pending uploads any collector can resume.
+type pendingStore interface {
+	Pending(ctx context.Context, runKey string, fp uint64) (runstore.SavedObject, bool, error)
+	SavePending(ctx context.Context, runKey string, fp uint64, so runstore.SavedObject) error
+	DropPending(ctx context.Context, runKey string, fp uint64) error
+}
+
+// sharedStore is a store's shared roles.
+type sharedStore struct {
+	holds    holdStore
+	claims   claimStore
+	counters counterStore
+	pending  pendingStore
+}
+
+// sharedOf takes the shared roles a store plays: all of them, or it is not
+// shared.
+func sharedOf(s Store) (sharedStore, bool) {
+	h, ok1 := s.(holdStore)
+	c, ok2 := s.(claimStore)
+	n, ok3 := s.(counterStore)
+	p, ok4 := s.(pendingStore)
+	return sharedStore{holds: h, claims: c, counters: n, pending: p}, ok1 && ok2 && ok3 && ok4
+}
+
+// redisFleet is the fleet of the collectors that share a store
+// (runstore.RedisStore): claims decide who creates and who closes out a run, holds
 // tell a close-out what data the fleet still has, ranges come from the
 // shared counter, and pending uploads are the fleet's. It owns the
 // collector's heartbeat, from start until stop.
 type redisFleet struct {
 	records
-	shared   SharedStore
+	shared   sharedStore
 	cfg      Config
 	log      *zap.Logger
 	tel      Telemetry
@@ -72,10 +133,10 @@ type redisFleet struct {
 	beat     sync.WaitGroup
 }
 
-func newRedisFleet(s SharedStore, cfg Config, deps Deps, ending func(r *run, end End)) *redisFleet {
+func newRedisFleet(s Store, shared sharedStore, cfg Config, deps Deps, ending func(r *run, end End)) *redisFleet {
 	return &redisFleet{
-		records: records{store: s, warn: deps.Warn, closing: savedClosing},
-		shared:  s, cfg: cfg, log: deps.Logger, tel: deps.Tel, stopping: deps.Stopping, ending: ending,
+		records: records{store: s, warn: deps.Warn, closing: runstore.StateClosing},
+		shared:  shared, cfg: cfg, log: deps.Logger, tel: deps.Tel, stopping: deps.Stopping, ending: ending,
 		owner: newOwner(), beatStop: make(chan struct{}),
 	}
 }
@@ -110,7 +171,7 @@ func (f *redisFleet) heartbeat() {
 	sleep := SleepUnless(f.beatStop)
 	for wait := time.Duration(0); sleep(base, wait) == nil; {
 		ctx, cancel := context.WithTimeout(base, sharedCallTimeout)
-		err := f.shared.Alive(ctx, f.owner, heartbeatTTL)
+		err := f.shared.holds.Alive(ctx, f.owner, heartbeatTTL)
 		cancel()
 		wait = heartbeatEvery
 		if err != nil {
@@ -123,7 +184,7 @@ func (f *redisFleet) heartbeat() {
 // reach must not stop a collector: its pushes wait in the retry until it
 // is back, and the runs that were ending are closed out by whichever
 // collector sees them next.
-func (f *redisFleet) load(ctx context.Context) ([]SavedRun, error) {
+func (f *redisFleet) load(ctx context.Context) ([]runstore.SavedRun, error) {
 	saved, err := f.records.load(ctx)
 	if err != nil {
 		f.log.Warn("Could not read the runs that were ending from the shared run registry; starting without them", zap.Error(err))
@@ -140,8 +201,8 @@ func (f *redisFleet) holdName(kind rune, n int64) string {
 // brings the run up to date with what the fleet knows of it. A run that is
 // closing or closed anywhere comes back as errRunClosed.
 func (f *redisFleet) hold(ctx context.Context, r *run) (string, error) {
-	hold := f.holdName(HoldLease, f.holdSeq.Add(1))
-	sr, found, held, err := f.shared.Hold(ctx, r.ident.key(), hold, holdTTL)
+	hold := f.holdName(runstore.HoldLease, f.holdSeq.Add(1))
+	sr, found, held, err := f.shared.holds.Hold(ctx, r.ident.key(), hold, holdTTL)
 	if err != nil {
 		return "", err
 	}
@@ -163,8 +224,8 @@ func (f *redisFleet) hold(ctx context.Context, r *run) (string, error) {
 
 // record reads the fleet's record of a run without holding it; a
 // registry out of reach knows nothing.
-func (f *redisFleet) record(ctx context.Context, runKey string) (SavedRun, bool) {
-	sr, found, _, err := f.shared.Hold(ctx, runKey, "", 0)
+func (f *redisFleet) record(ctx context.Context, runKey string) (runstore.SavedRun, bool) {
+	sr, found, _, err := f.shared.holds.Hold(ctx, runKey, "", 0)
 	return sr, err == nil && found
 }
 
@@ -175,7 +236,7 @@ func (f *redisFleet) unhold(r *run, hold string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	_ = f.shared.Unhold(ctx, r.ident.key(), hold)
+	_ = f.shared.holds.Unhold(ctx, r.ident.key(), hold)
 }
 
 // holdRetry tells the fleet that data of the run waits in this
@@ -183,26 +244,26 @@ func (f *redisFleet) unhold(r *run, hold string) {
 func (f *redisFleet) holdRetry(runKey string, token int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	_, _, _, _ = f.shared.Hold(ctx, runKey, f.holdName(HoldRetry, token), holdTTL)
+	_, _, _, _ = f.shared.holds.Hold(ctx, runKey, f.holdName(runstore.HoldRetry, token), holdTTL)
 }
 
 func (f *redisFleet) releaseRetry(runKey string, token int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	_ = f.shared.Unhold(ctx, runKey, f.holdName(HoldRetry, token))
+	_ = f.shared.holds.Unhold(ctx, runKey, f.holdName(runstore.HoldRetry, token))
 }
 
 // adopt takes what the fleet recorded of the run: its id, its Prime Traces
 // routing, and its end, whose close-out this collector then schedules too
 // (one collector claims it).
-func (f *redisFleet) adopt(r *run, sr SavedRun) {
+func (f *redisFleet) adopt(r *run, sr runstore.SavedRun) {
 	r.mu.Lock()
 	if r.id == "" && sr.ID != "" {
 		r.id, r.team = sr.ID, sr.Team
 	}
 	r.traces.Committed = r.traces.Committed || sr.Traces.Committed
 	r.traces.OnTable = r.traces.OnTable || sr.Traces.OnTable
-	ending := sr.State == savedEnding && r.state == stateOpen
+	ending := sr.State == runstore.StateEnding && r.state == stateOpen
 	r.mu.Unlock()
 	if ending {
 		f.ending(r, End{Status: sr.EndState, Reason: sr.EndWhy})
@@ -233,11 +294,11 @@ func (f *redisFleet) create(ctx context.Context, r *run, send func(context.Conte
 	defer cancel()
 	sleep := SleepUnless(f.stopping)
 	for {
-		won, err := f.shared.Claim(ctx, claim, f.owner, createClaimTTL)
+		won, err := f.shared.claims.Claim(ctx, claim, f.owner, createClaimTTL)
 		if err != nil {
 			return "", false, err
 		}
-		sr, found, _, err := f.shared.Hold(ctx, key, "", 0)
+		sr, found, _, err := f.shared.holds.Hold(ctx, key, "", 0)
 		if err != nil {
 			if won {
 				f.unclaim(claim)
@@ -272,7 +333,7 @@ func (f *redisFleet) createClaimed(ctx context.Context, r *run, send func(contex
 		f.unclaim(claim)
 		return "", false, err
 	}
-	if err := f.store.Save(ctx, r.snapshot(savedClosing)); err != nil {
+	if err := f.store.Save(ctx, r.snapshot(runstore.StateClosing)); err != nil {
 		// The claim is kept until it expires: the fleet waits for the id,
 		// which this collector's next push writes (hold).
 		f.log.Warn("Created run but could not record it in the shared run registry; other collectors wait for it until the create claim expires",
@@ -281,7 +342,7 @@ func (f *redisFleet) createClaimed(ctx context.Context, r *run, send func(contex
 		return id, false, nil
 	}
 	defer f.unclaim(claim)
-	if sr, found, _, err := f.shared.Hold(ctx, r.ident.key(), "", 0); err == nil && found && sr.ID != "" && sr.ID != id {
+	if sr, found, _, err := f.shared.holds.Hold(ctx, r.ident.key(), "", 0); err == nil && found && sr.ID != "" && sr.ID != id {
 		// The claim expired while the create took longer, and another
 		// collector created the run too: the fleet uses the first, and
 		// this one stays empty.
@@ -296,17 +357,17 @@ func (f *redisFleet) createClaimed(ctx context.Context, r *run, send func(contex
 func (f *redisFleet) unclaim(claim string) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	_ = f.shared.Unclaim(ctx, claim, f.owner)
+	_ = f.shared.claims.Unclaim(ctx, claim, f.owner)
 }
 
 // pending resumes an upload another collector started (and maybe PUT)
 // from its record. Without an answer from Redis, what this collector
 // remembers of it is used.
 func (f *redisFleet) pending(ctx context.Context, r *run, fp uint64) (platform.Object, bool) {
-	so, found, err := f.shared.Pending(ctx, r.ident.key(), fp)
+	so, found, err := f.shared.pending.Pending(ctx, r.ident.key(), fp)
 	switch {
 	case err == nil && found:
-		obj := so.object()
+		obj := objectOf(so)
 		r.pending.cache().Add(fp, obj)
 		return obj, true
 	case err != nil:
@@ -321,7 +382,7 @@ func (f *redisFleet) pending(ctx context.Context, r *run, fp uint64) (platform.O
 // platform's own SDK) count from 0. Only when Redis fails between a push's
 // first look and its upload is the range drawn at random, above both.
 func (f *redisFleet) nextRange(ctx context.Context, r *run, step int64) int64 {
-	n, err := f.shared.Next(ctx, r.ident.key(), "range:"+strconv.FormatInt(step, 10))
+	n, err := f.shared.counters.Next(ctx, r.ident.key(), "range:"+strconv.FormatInt(step, 10))
 	if err != nil {
 		f.warn.Warn("range\x00"+r.ident.key(), "Could not take a sample_id range from the shared run registry; this object's range is drawn at random instead",
 			zap.Stringer("run", r.ident), zap.Int64("step", step), zap.Error(err))
@@ -334,7 +395,7 @@ func (f *redisFleet) nextRange(ctx context.Context, r *run, step int64) int64 {
 }
 
 func (f *redisFleet) savePending(ctx context.Context, r *run, fp uint64, obj platform.Object) {
-	if err := f.shared.SavePending(ctx, r.ident.key(), fp, savedObject(obj)); err != nil {
+	if err := f.shared.pending.SavePending(ctx, r.ident.key(), fp, savedObject(obj)); err != nil {
 		f.warn.Warn("pending\x00"+r.ident.key(), "Could not save an upload's progress to the shared run registry; another collector would upload it again",
 			zap.Stringer("run", r.ident), zap.Error(err))
 	}
@@ -343,7 +404,7 @@ func (f *redisFleet) savePending(ctx context.Context, r *run, fp uint64, obj pla
 // dropPending forgets a confirmed upload; one that cannot be forgotten
 // expires, and its episodes are already marked delivered.
 func (f *redisFleet) dropPending(ctx context.Context, r *run, fp uint64) {
-	_ = f.shared.DropPending(ctx, r.ident.key(), fp)
+	_ = f.shared.pending.DropPending(ctx, r.ident.key(), fp)
 }
 
 // claimCloseOut says whether this collector closes the run out: the one
@@ -360,18 +421,18 @@ func (f *redisFleet) claimCloseOut(r *run) claim {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
 	key := r.ident.key()
-	won, err := f.shared.Claim(ctx, "closeout:"+key, f.owner, f.cfg.FinalizeTimeout+closeOutClaimSlack)
+	won, err := f.shared.claims.Claim(ctx, "closeout:"+key, f.owner, f.cfg.FinalizeTimeout+closeOutClaimSlack)
 	if err != nil {
 		return closeLater
 	}
-	sr, found, _, err := f.shared.Hold(ctx, key, "", 0)
+	sr, found, _, err := f.shared.holds.Hold(ctx, key, "", 0)
 	switch {
 	case err != nil:
 		if won {
-			_ = f.shared.Unclaim(ctx, "closeout:"+key, f.owner)
+			_ = f.shared.claims.Unclaim(ctx, "closeout:"+key, f.owner)
 		}
 		return closeLater
-	case found && sr.State == savedClosed:
+	case found && sr.State == runstore.StateClosed:
 		r.closedElsewhere()
 		return closeNone
 	case !won:
@@ -392,13 +453,13 @@ func (f *redisFleet) claimCloseOut(r *run) claim {
 	// Marked closing before this collector stops taking data itself: from
 	// this write on no push anywhere gets a hold, so the holds the
 	// close-out waits for are all there are.
-	closing := r.snapshot(savedClosing)
-	closing.State = savedClosing
+	closing := r.snapshot(runstore.StateClosing)
+	closing.State = runstore.StateClosing
 	if err := f.store.Save(ctx, closing); err != nil {
 		r.mu.Lock()
 		r.closer = false
 		r.mu.Unlock()
-		_ = f.shared.Unclaim(ctx, "closeout:"+key, f.owner)
+		_ = f.shared.claims.Unclaim(ctx, "closeout:"+key, f.owner)
 		return closeLater
 	}
 	return closeNow
@@ -413,7 +474,7 @@ func (f *redisFleet) shareEnd(ctx context.Context, r *run) { f.save(ctx, r) }
 func (f *redisFleet) quiet(r *run) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	leases, retries, err := f.shared.Holds(ctx, r.ident.key())
+	leases, retries, err := f.shared.holds.Holds(ctx, r.ident.key())
 	return err == nil && leases == 0 && retries == 0
 }
 
@@ -424,7 +485,7 @@ func (*redisFleet) poll() time.Duration { return sharedPoll }
 // lands before the terminal status. No push can start after that mark.
 func (f *redisFleet) awaitLeases(ctx context.Context, r *run) {
 	for {
-		leases, _, err := f.shared.Holds(ctx, r.ident.key())
+		leases, _, err := f.shared.holds.Holds(ctx, r.ident.key())
 		if err == nil && leases == 0 {
 			return
 		}
@@ -450,7 +511,7 @@ func (f *redisFleet) awaitLeases(ctx context.Context, r *run) {
 func (f *redisFleet) seenElsewhere(r *run) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedCallTimeout)
 	defer cancel()
-	sr, found, _, err := f.shared.Hold(ctx, r.ident.key(), "", 0)
+	sr, found, _, err := f.shared.holds.Hold(ctx, r.ident.key(), "", 0)
 	if err != nil {
 		return true // unknown: look again next round
 	}

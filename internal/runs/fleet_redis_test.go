@@ -22,6 +22,7 @@ import (
 	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -97,7 +98,7 @@ func (t *tally) rejected(reason reject.Reason) int {
 // exporter: one collector process of a fleet, seen at the lifecycle's API.
 type node struct {
 	reg    *runs.Registry
-	store  *runs.RedisStore
+	store  *runstore.RedisStore
 	logs   *observer.ObservedLogs
 	tel    *tally
 	health chan error
@@ -114,7 +115,7 @@ func newNode(t *testing.T, srv *redistest.Server, api *countingRuns, edits ...fu
 		default:
 		}
 	}
-	c.store = runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.Addr(), Prefix: "test", Logger: logger, Health: health})
+	c.store = runstore.NewRedisStore(runstore.RedisOptions{Endpoint: srv.Addr(), Prefix: "test", Logger: logger, Health: health})
 	cfg := runs.Config{
 		RequireTeam: true, TeamID: "team-1", FinalizeTimeout: 5 * time.Second,
 		Defaults: runs.Defaults{Model: "Qwen/Qwen3-8B"},

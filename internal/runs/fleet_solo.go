@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
 // solo is the fleet of one collector: nobody else holds, creates or closes
@@ -16,7 +17,9 @@ type solo struct{ records }
 func (*solo) start()                           {}
 func (s *solo) stop(ctx context.Context) error { return s.store.Close(ctx) }
 
-func (*solo) record(context.Context, string) (SavedRun, bool) { return SavedRun{}, false }
+func (*solo) record(context.Context, string) (runstore.SavedRun, bool) {
+	return runstore.SavedRun{}, false
+}
 
 func (*solo) hold(context.Context, *run) (string, error) { return "", nil }
 func (*solo) unhold(*run, string)                        {}

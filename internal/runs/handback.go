@@ -48,7 +48,7 @@ func (g *Registry) MarkHandedBack(res pcommon.Resource, appended []pcommon.Resou
 	now := g.now()
 	for _, r := range appended {
 		token := g.handBacks.mark(r, ident.key(), now, g.cfg.RetryMaxElapsed)
-		g.fleet.holdRetry(ident.key(), token)
+		g.fleet.holds.holdRetry(ident.key(), token)
 	}
 }
 
@@ -69,7 +69,7 @@ func (g *Registry) RunKey(res pcommon.Resource) string {
 // still owed to a close-out waiting for the run's retries.
 func (g *Registry) Settle(res pcommon.Resource) {
 	if run, token, ok := g.handBacks.settle(res); ok {
-		g.fleet.releaseRetry(run, token)
+		g.fleet.holds.releaseRetry(run, token)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/primeintellect/primeexporter/internal/pvalue"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
 // Resource attributes that say which run a resource belongs to.
@@ -30,32 +31,23 @@ type identity struct {
 	eval   bool // an evaluation (prime.run.kind=eval), not a training run
 }
 
-// evalKeyPrefix starts the key of an evaluation: an evaluation and a
-// training run of the same key are two runs.
-const evalKeyPrefix = "eval\x00"
-
 // key places identities that mean the same run on one entry: a
 // prime.run.key and a config run.key of the same value are one run.
 func (id identity) key() string {
-	var k string
+	kind := runstore.KindRunKey
 	switch {
 	case id.attach:
-		k = "id\x00" + id.value
+		kind = runstore.KindAttached
 	case id.source == AttrServiceInstance:
-		k = "instance\x00" + id.value
-	default:
-		k = "key\x00" + id.value
+		kind = runstore.KindInstance
 	}
-	if id.eval {
-		return evalKeyPrefix + k
-	}
-	return k
+	return runstore.RunKey(kind, id.value, id.eval)
 }
 
 // savedIdentity rebuilds an identity from its store record; an
 // evaluation's is known by its key.
-func savedIdentity(sr SavedRun) identity {
-	return identity{source: sr.Source, value: sr.Value, attach: sr.Attach, eval: strings.HasPrefix(sr.Key, evalKeyPrefix)}
+func savedIdentity(sr runstore.SavedRun) identity {
+	return identity{source: sr.Source, value: sr.Value, attach: sr.Attach, eval: strings.HasPrefix(sr.Key, runstore.EvalKeyPrefix)}
 }
 
 func (id identity) String() string { return fmt.Sprintf("%s=%q", id.source, id.value) }

@@ -14,7 +14,7 @@ func (l Lease) ID() string { return l.id }
 
 // Release ends the push's hold.
 func (l Lease) Release() {
-	l.g.fleet.unhold(l.r, l.hold)
+	l.g.fleet.holds.unhold(l.r, l.hold)
 	l.r.release(l.g.now())
 }
 

@@ -29,6 +29,21 @@ const (
 	fallbackRangeLow = randomRangeLow + randomRangeLow/2
 )
 
+// objectLedger is what a lease's uploads keep in the fleet. delivered and
+// markDelivered are the run's delivered episodes; pending returns the
+// run's unconfirmed upload of object fp, if one is known; nextRange takes
+// a new sample_id range for step. savePending and dropPending record an
+// upload's progress and its confirm (the run's pending cache already holds
+// the change).
+type objectLedger interface {
+	delivered(ctx context.Context, r *run, step int64, fps []uint64) ([]bool, error)
+	markDelivered(ctx context.Context, r *run, step int64, fps []uint64) error
+	pending(ctx context.Context, r *run, fp uint64) (platform.Object, bool)
+	nextRange(ctx context.Context, r *run, step int64) int64
+	savePending(ctx context.Context, r *run, fp uint64, obj platform.Object)
+	dropPending(ctx context.Context, r *run, fp uint64)
+}
+
 // maxPendingObjects bounds what a run remembers of unconfirmed uploads;
 // past it the least recently touched is forgotten, which at worst
 // re-uploads that object.
@@ -38,7 +53,7 @@ const maxPendingObjects = 256
 // it was confirmed before: a batch replayed by the queue after a restart,
 // or by the collector's retry, must not put rows in the table twice.
 func (l Lease) Delivered(ctx context.Context, step int64, fps []uint64) ([]bool, error) {
-	return l.g.fleet.delivered(ctx, l.r, step, fps)
+	return l.g.fleet.objects.delivered(ctx, l.r, step, fps)
 }
 
 // Object returns the pending upload of the object with fingerprint fp
@@ -47,10 +62,10 @@ func (l Lease) Delivered(ctx context.Context, step int64, fps []uint64) ([]bool,
 // the start, so that a retry or a restart keeps its range instead of
 // leaving a gap or reusing it.
 func (l Lease) Object(ctx context.Context, fp uint64, step int64) platform.Object {
-	if obj, ok := l.g.fleet.pending(ctx, l.r, fp); ok {
+	if obj, ok := l.g.fleet.objects.pending(ctx, l.r, fp); ok {
 		return obj
 	}
-	obj := platform.Object{Step: step, Range: l.g.fleet.nextRange(ctx, l.r, step)}
+	obj := platform.Object{Step: step, Range: l.g.fleet.objects.nextRange(ctx, l.r, step)}
 	l.SaveObject(ctx, fp, obj)
 	return obj
 }
@@ -58,13 +73,13 @@ func (l Lease) Object(ctx context.Context, fp uint64, step int64) platform.Objec
 // SaveObject records an upload's progress.
 func (l Lease) SaveObject(ctx context.Context, fp uint64, obj platform.Object) {
 	l.r.pending.cache().Add(fp, obj)
-	l.g.fleet.savePending(ctx, l.r, fp, obj)
+	l.g.fleet.objects.savePending(ctx, l.r, fp, obj)
 }
 
 // MarkDelivered records episodes (or documents) of step a sink committed,
 // so that a replay leaves them out.
 func (l Lease) MarkDelivered(ctx context.Context, step int64, fps []uint64) {
-	if err := l.g.fleet.markDelivered(ctx, l.r, step, fps); err != nil {
+	if err := l.g.fleet.objects.markDelivered(ctx, l.r, step, fps); err != nil {
 		l.g.Warn.Warn("delivered\x00"+l.id, "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", l.id), zap.Error(err))
 	}
 }
@@ -76,7 +91,7 @@ func (l Lease) ObjectDone(ctx context.Context, fp uint64, step int64, episodes [
 	// which a replayed batch can put these rows in the table twice.
 	l.MarkDelivered(ctx, step, episodes)
 	l.r.pending.cache().Remove(fp)
-	l.g.fleet.dropPending(ctx, l.r, fp)
+	l.g.fleet.objects.dropPending(ctx, l.r, fp)
 	l.Count("sample_rows", int64(len(episodes)))
 	l.Count("sample_objects", 1)
 	l.Count("sample_bytes", int64(bytes))
@@ -114,10 +129,6 @@ func (p *pendingObjects) reset() {
 // object, and while the counters fill a run's first steps run cheaper
 // than the rest (docs/performance.md, Over a million episodes).
 const maxRangeSteps = 64
-
-// rangeFloorKey carries the floor in a saved record's ranges, beside the
-// steps; a record without it has no floor.
-const rangeFloorKey = "floor"
 
 // sampleRanges hands out a run's ranges per step.
 type sampleRanges struct {

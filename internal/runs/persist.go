@@ -4,35 +4,39 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"time"
 
+	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"go.uber.org/zap"
 )
 
-// Saved run states. Only a shared store is told of closing: there other
-// collectors must refuse the run's data while its close-out drains, and a
-// restart of the fleet must finish a close-out that was cut short.
-const (
-	savedEnding  = "ending"
-	savedClosing = "closing"
-	savedClosed  = "closed"
-)
+// recordKeeper keeps runs' records in the fleet's store. load returns the
+// runs saved before; record reads the fleet's record of a run by key,
+// taking no hold (a solo collector's fleet has none beyond its own run
+// map); save writes a run's record, logging a failure.
+type recordKeeper interface {
+	load(ctx context.Context) ([]runstore.SavedRun, error)
+	record(ctx context.Context, runKey string) (runstore.SavedRun, bool)
+	save(ctx context.Context, r *run)
+}
 
 // snapshot is the run's record for the store; closing is what a closing
 // run is saved as.
-func (r *run) snapshot(closing string) SavedRun {
+func (r *run) snapshot(closing string) runstore.SavedRun {
 	r.mu.Lock()
-	sr := SavedRun{
+	sr := runstore.SavedRun{
 		Key: r.ident.key(), Source: r.ident.source, Value: r.ident.value, Attach: r.ident.attach,
 		ID: r.id, Team: r.team, EndState: r.end.Status, EndWhy: r.end.Reason, Traces: r.traces,
 	}
 	ev := r.eval
 	switch r.state {
 	case stateEnding:
-		sr.State = savedEnding
+		sr.State = runstore.StateEnding
 	case stateClosing:
 		sr.State = closing
 	case stateClosed:
-		sr.State = savedClosed
+		sr.State = runstore.StateClosed
 	}
 	r.mu.Unlock()
 	if ev != nil {
@@ -46,7 +50,7 @@ func (r *run) snapshot(closing string) SavedRun {
 			continue
 		}
 		if sr.Pending == nil {
-			sr.Pending = map[string]SavedObject{}
+			sr.Pending = map[string]runstore.SavedObject{}
 		}
 		sr.Pending[strconv.FormatUint(fp, 16)] = savedObject(o)
 	}
@@ -59,9 +63,9 @@ func (r *run) snapshot(closing string) SavedRun {
 // A store that cannot be read does not stop the collector, which would
 // only start again into the same error: it starts without the saved runs,
 // and says what that costs. Damaged records are the store's to salvage or
-// leave out (store_salvage.go).
+// leave out (internal/runstore).
 func (g *Registry) Restore(ctx context.Context) {
-	saved, err := g.fleet.load(ctx)
+	saved, err := g.fleet.records.load(ctx)
 	if err != nil {
 		g.Logger.Error("Could not read the runs saved in storage: starting without them; a run created before this start is created again when its data comes (a second run on the platform), and its episodes may be uploaded again",
 			zap.Error(err))
@@ -75,9 +79,9 @@ func (g *Registry) Restore(ctx context.Context) {
 		r.end = End{Status: sr.EndState, Reason: sr.EndWhy}
 		r.lastSeen = g.now()
 		switch sr.State {
-		case savedClosed:
+		case runstore.StateClosed:
 			r.state = stateClosed
-		case savedEnding:
+		case runstore.StateEnding:
 			ending = append(ending, r)
 		}
 		if sr.Eval != nil {
@@ -86,7 +90,7 @@ func (g *Registry) Restore(ctx context.Context) {
 		r.ranges.restore(sr.Ranges)
 		for k, o := range sr.Pending {
 			if fp, err := strconv.ParseUint(k, 16, 64); err == nil {
-				r.pending.cache().Add(fp, o.object())
+				r.pending.cache().Add(fp, objectOf(o))
 			}
 		}
 		g.runs[sr.Key] = r
@@ -111,7 +115,7 @@ func (s *sampleRanges) snapshot() map[string]int64 {
 		out[strconv.FormatInt(step, 10)] = n
 	}
 	if s.floor != math.MinInt64 {
-		out[rangeFloorKey] = s.floor
+		out[runstore.RangeFloorKey] = s.floor
 	}
 	return out
 }
@@ -120,10 +124,26 @@ func (s *sampleRanges) restore(m map[string]int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, n := range m {
-		if k == rangeFloorKey {
+		if k == runstore.RangeFloorKey {
 			s.floor = n
 		} else if step, err := strconv.ParseInt(k, 10, 64); err == nil {
 			s.next[step] = n
 		}
+	}
+}
+
+// savedObject and objectOf convert a pending upload to its store record
+// and back.
+func savedObject(o platform.Object) runstore.SavedObject {
+	return runstore.SavedObject{
+		Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
+		PresignedAt: o.PresignedAt, ExpiresIn: int64(o.ExpiresIn / time.Second), Put: o.Put,
+	}
+}
+
+func objectOf(o runstore.SavedObject) platform.Object {
+	return platform.Object{
+		Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
+		PresignedAt: o.PresignedAt, ExpiresIn: time.Duration(o.ExpiresIn) * time.Second, Put: o.Put,
 	}
 }

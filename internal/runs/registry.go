@@ -97,6 +97,26 @@ func WithPause(pause func(ctx context.Context, d time.Duration) error) Option {
 	return func(g *Registry) { g.pause = pause }
 }
 
+// presence is this collector's place in its fleet: start begins it (the
+// heartbeat); stop ends it, once the close-outs are done, and closes the
+// store.
+type presence interface {
+	start()
+	stop(ctx context.Context) error
+}
+
+// pushHolds are the holds a push and the collector's retry take on a run.
+// hold registers a push's hold and brings the run up to date with the
+// fleet; a run closing or closed anywhere comes back as errRunClosed.
+// unhold lets the hold go. holdRetry and releaseRetry do the same for data
+// in the collector's retry (handBacks).
+type pushHolds interface {
+	hold(ctx context.Context, r *run) (string, error)
+	unhold(r *run, hold string)
+	holdRetry(runKey string, token int64)
+	releaseRetry(runKey string, token int64)
+}
+
 // Registry maps resources to runs. One registry serves the metrics and
 // logs exporters built from one config. It keeps the run map and wires
 // the parts: the fleet (chosen once, here), the creator and the closer.
@@ -106,7 +126,7 @@ type Registry struct {
 	now   func() time.Time
 	pause func(ctx context.Context, d time.Duration) error
 
-	fleet     fleet
+	fleet     fleetRoles
 	creator   *creator
 	closer    *closer
 	handBacks handBacks
@@ -125,9 +145,9 @@ func New(cfg Config, deps Deps, opts ...Option) *Registry {
 	// The fleet schedules the close-out of an end another collector
 	// recorded; the closer is built next, before any push.
 	g.fleet = newFleet(cfg, deps, func(r *run, end End) { g.closer.requestEnd(r, end) })
-	g.creator = &creator{cfg: cfg, api: deps.API, evals: deps.Evals, log: deps.Logger, tel: deps.Tel, now: g.now, fleet: g.fleet}
+	g.creator = &creator{cfg: cfg, api: deps.API, evals: deps.Evals, log: deps.Logger, tel: deps.Tel, now: g.now, fleet: g.fleet.creates}
 	g.closer = &closer{cfg: cfg, api: deps.API, evals: deps.Evals, log: deps.Logger, tel: deps.Tel, stopping: deps.Stopping,
-		now: g.now, pause: g.pause, fleet: g.fleet, handBacks: &g.handBacks, runs: g.all, stop: make(chan struct{})}
+		now: g.now, pause: g.pause, fleet: g.fleet.closeOuts, handBacks: &g.handBacks, runs: g.all, stop: make(chan struct{})}
 	return g
 }
 
@@ -179,7 +199,7 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 	if err := r.hold(g.now()); err != nil {
 		return Lease{}, g.refuseClosed(r, signal, records)
 	}
-	hold, err := g.fleet.hold(ctx, r)
+	hold, err := g.fleet.holds.hold(ctx, r)
 	if err != nil {
 		r.release(g.now())
 		if errors.Is(err, errRunClosed) {
@@ -189,7 +209,7 @@ func (g *Registry) Acquire(ctx context.Context, res pcommon.Resource, signal str
 	}
 	id, err := g.creator.ensure(ctx, r, res)
 	if err != nil {
-		g.fleet.unhold(r, hold)
+		g.fleet.holds.unhold(r, hold)
 		r.release(g.now())
 		if rej, ok := errors.AsType[*reject.Rejection](err); ok {
 			r.refused(rej)
@@ -290,7 +310,7 @@ func (g *Registry) all() []*run {
 // registry's heartbeat) and marking created runs crashed after
 // idle_timeout without data.
 func (g *Registry) Start() {
-	g.fleet.start()
+	g.fleet.presence.start()
 	g.closer.start()
 }
 
@@ -300,5 +320,5 @@ func (g *Registry) Start() {
 // collector restart is not the end of a training run.
 func (g *Registry) Shutdown(ctx context.Context) error {
 	err := g.closer.shutdown(ctx)
-	return errors.Join(err, g.fleet.stop(ctx))
+	return errors.Join(err, g.fleet.presence.stop(ctx))
 }

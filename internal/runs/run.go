@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/reject"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
 // errRunClosed marks data for a run that was already closed out.
@@ -48,7 +49,7 @@ type run struct {
 	drained   chan struct{} // closed when inflight reaches 0 while closing
 	lastSeen  time.Time
 	lastDone  time.Time // when a push of the run last ended
-	traces    tracesState
+	traces    runstore.Traces
 	eval      *evalState // an evaluation's config and summary; nil for a training run
 	// closer: this collector holds the fleet's close-out claim (shared
 	// registry), so the run's closing state there is its own doing.

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 
 	"github.com/primeintellect/primeexporter/internal/reject"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -72,15 +73,15 @@ func (g *Registry) Status(ctx context.Context, q StatusQuery) RunStatus {
 			return local
 		}
 	}
-	sr, found := g.fleet.record(ctx, ident.key())
+	sr, found := g.fleet.records.record(ctx, ident.key())
 	if !found || sr.ID == "" {
 		return local
 	}
 	shared := RunStatus{State: StateRunning, ID: sr.ID}
 	switch sr.State {
-	case savedEnding, savedClosing:
+	case runstore.StateEnding, runstore.StateClosing:
 		shared.State = StateClosing
-	case savedClosed:
+	case runstore.StateClosed:
 		shared.State, shared.End = StateClosed, sr.EndState
 	}
 	if stateRank(local.State) > stateRank(shared.State) {

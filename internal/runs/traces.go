@@ -2,18 +2,6 @@ package runs
 
 import "context"
 
-// tracesState is where a run's episode documents go when Prime Traces is
-// on. The platform's SDK switches a run to the sample table when Prime
-// Traces answers that the account has no Prime Traces before anything of
-// the run was committed, and never after: a run's documents are then in
-// one place. Both facts are saved, so a restart keeps the choice.
-type tracesState struct {
-	// Committed: Prime Traces committed a batch of the run.
-	Committed bool `json:"committed,omitempty"`
-	// OnTable: the run's documents go to the sample table instead.
-	OnTable bool `json:"on_table,omitempty"`
-}
-
 // Team is the team the run was created for; for an attached run, the
 // resource's prime.run.team_id or the configured team_id ("" when none).
 func (l Lease) Team() string {
@@ -38,7 +26,7 @@ func (l Lease) TracesCommitted(ctx context.Context) {
 	l.r.traces.Committed = true
 	l.r.mu.Unlock()
 	if changed {
-		l.g.fleet.save(ctx, l.r)
+		l.g.fleet.records.save(ctx, l.r)
 	}
 }
 
@@ -55,6 +43,6 @@ func (l Lease) MoveDocumentsToTable(ctx context.Context) (onTable, switched bool
 	}
 	l.r.traces.OnTable = true
 	l.r.mu.Unlock()
-	l.g.fleet.save(ctx, l.r)
+	l.g.fleet.records.save(ctx, l.r)
 	return true, true
 }

@@ -1,4 +1,4 @@
-package runs_test
+package runstore_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
 // sharedGoesOn is what a collector that takes the run over after the
@@ -171,7 +172,7 @@ func TestAKeyOfAnotherTypeIsNotRedisBeingDown(t *testing.T) {
 	srv := redistest.New(t)
 	ctx := context.Background()
 	var health []error
-	s := runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.Addr(), Prefix: "test", Health: func(err error) { health = append(health, err) }})
+	s := runstore.NewRedisStore(runstore.RedisOptions{Endpoint: srv.Addr(), Prefix: "test", Health: func(err error) { health = append(health, err) }})
 	t.Cleanup(func() { _ = s.Close(ctx) })
 	require.NoError(t, redisClient(t, srv).HSet(ctx, "test:claim:create:key:a", "f", "v").Err())
 

@@ -1,4 +1,4 @@
-package runs_test
+package runstore_test
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/memstorage"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
 // The stored run of these tests: prime.run.key "a", created as run-1, an
@@ -47,16 +48,16 @@ func (c *extCollector) stop(t *testing.T) {
 	}
 }
 
-func startExt(t *testing.T, client storage.Client, api *countingRuns, edits ...func(*runs.ExtensionOptions)) *extCollector {
+func startExt(t *testing.T, client storage.Client, api *countingRuns, edits ...func(*runstore.ExtensionOptions)) *extCollector {
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
 	logger := zap.New(core)
 	c := &extCollector{logs: logs}
-	opts := runs.ExtensionOptions{Logger: logger, Name: "file_storage", Health: func(err error) { c.health = append(c.health, err) }}
+	opts := runstore.ExtensionOptions{Logger: logger, Name: "file_storage", Health: func(err error) { c.health = append(c.health, err) }}
 	for _, edit := range edits {
 		edit(&opts)
 	}
-	store := runs.NewExtensionStore(client, opts)
+	store := runstore.NewExtensionStore(client, opts)
 	c.reg = runs.New(runs.Config{
 		RequireTeam: true, TeamID: "team-1", FinalizeTimeout: 5 * time.Second,
 		Defaults: runs.Defaults{Model: "Qwen/Qwen3-8B"},

@@ -1,4 +1,4 @@
-package runs
+package runstore
 
 import (
 	"context"
@@ -32,13 +32,13 @@ const maxStoredDelivered = 1 << 18
 // ExtensionStore is Store on a storage extension's client (e.g. the
 // contrib file_storage). Runs are saved under run/<key> with an index of
 // keys; a run's delivered episodes are a value per step
-// (store_steps.go), so that marking them never rewrites the run's record.
+// (extension_delivered.go), so that marking them never rewrites the run's record.
 //
-// Damaged values (store_salvage.go) are recovered or left out with one log
+// Damaged values (salvage.go, extension_repair.go) are recovered or left out with one log
 // line each; a damaged index is rebuilt from a listing of the keys when
 // the client can walk them. Writes that storage refuses (a full disk) are
 // kept in memory, answered from there, and written with the next write
-// storage takes (store_backlog.go); the store reports them itself, so Save
+// storage takes (extension_backlog.go); the store reports them itself, so Save
 // and MarkDelivered then return nil.
 type ExtensionStore struct {
 	client storage.Client

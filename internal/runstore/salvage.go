@@ -1,4 +1,4 @@
-package runs
+package runstore
 
 import (
 	"bytes"
@@ -13,12 +13,8 @@ import (
 	"strings"
 )
 
-// A store can hand back a value other than the one written: bit rot, a
-// write torn below the storage extension, an operator's edit, another
-// program's key in a shared Redis. The stores check every value they read.
-// A damaged value is recovered as far as what is left allows, or its run
-// is left out; either way one log line names the run and the damage, and
-// the collector starts and goes on (docs/operations.md, Storage faults).
+// What a store does with a damaged value is the package doc's (Damage):
+// salvage.go reads what is left of a record or an index.
 
 // damageOf says how a value is damaged, for a log line.
 func damageOf(err error) string {
@@ -30,37 +26,6 @@ func damageOf(err error) string {
 		return fmt.Sprintf("%s holds a JSON %s", te.Field, te.Value)
 	}
 	return "truncated JSON"
-}
-
-// keyIdentity reads a run's identity back from its store key, for a
-// record that lost its own identity fields: the source is the attribute a
-// key of that kind comes from (a config run.key reads as prime.run.key).
-func keyIdentity(runKey string) (source, value string, attach, ok bool) {
-	k := strings.TrimPrefix(runKey, evalKeyPrefix)
-	kind, value, _ := strings.Cut(k, "\x00")
-	switch kind {
-	case "id":
-		return AttrRunID, value, true, true
-	case "key":
-		return AttrRunKey, value, false, true
-	case "instance":
-		return AttrServiceInstance, value, false, true
-	}
-	return "", "", false, false
-}
-
-// runName names a run by its store key, for a log line:
-// prime.run.key="a", evaluation prime.run.id="e".
-func runName(runKey string) string {
-	source, value, _, ok := keyIdentity(runKey)
-	if !ok {
-		return strconv.Quote(runKey)
-	}
-	name := source + "=" + strconv.Quote(value)
-	if strings.HasPrefix(runKey, evalKeyPrefix) {
-		return "evaluation " + name
-	}
-	return name
 }
 
 // A record's fields in the order they are written (SavedRun's): first
@@ -141,11 +106,11 @@ func salvageRun(runKey string, raw []byte) salvagedRun {
 		_, eval := fields["eval"]
 		rangesOK = rangesOK && (ranges || sr.Attach)
 		pendingOK = pendingOK && pending
-		evalOK = evalOK && (eval || !strings.HasPrefix(runKey, evalKeyPrefix))
+		evalOK = evalOK && (eval || !strings.HasPrefix(runKey, EvalKeyPrefix))
 	}
 	if !rangesOK {
 		// Which steps counted how far is unknown: no step counts again.
-		sr.Ranges = map[string]int64{rangeFloorKey: math.MaxInt64}
+		sr.Ranges = map[string]int64{RangeFloorKey: math.MaxInt64}
 		out.lost = append(out.lost, "its sample_id ranges (its next objects take random ranges above every counted one)")
 		out.damage = cmp.Or(out.damage, "ranges garbled")
 	}
@@ -217,7 +182,7 @@ func salvageRanges(v json.RawMessage, sr *SavedRun) bool {
 	sr.Ranges = make(map[string]int64, len(m))
 	for k, raw := range m {
 		n, err := strconv.ParseInt(string(raw), 10, 64)
-		if _, stepErr := strconv.ParseInt(k, 10, 64); err != nil || n < 0 || (stepErr != nil && k != rangeFloorKey) {
+		if _, stepErr := strconv.ParseInt(k, 10, 64); err != nil || n < 0 || (stepErr != nil && k != RangeFloorKey) {
 			sr.Ranges = nil
 			return false
 		}
@@ -266,10 +231,6 @@ func readSavedObject(raw []byte) (SavedObject, error) {
 	return so, nil
 }
 
-func validSavedState(s string) bool {
-	return s == "" || s == savedEnding || s == savedClosing || s == savedClosed
-}
-
 // salvageIndex reads the run index, a JSON array of run keys, up to any
 // damage.
 func salvageIndex(raw []byte) (keys []string, damage string) {
@@ -299,22 +260,4 @@ func salvageIndex(raw []byte) (keys []string, damage string) {
 		return keys, damageOf(err)
 	}
 	return keys, damage
-}
-
-// salvageLog reads a delivered log's header; ok is false when it is
-// damaged, with what could be read of it.
-func salvageLog(raw []byte) (lg deliveredLog, damage string, ok bool) {
-	err := json.Unmarshal(raw, &lg)
-	if err == nil && lg.First >= 0 && lg.Next >= lg.First && lg.Held >= 0 {
-		return lg, "", true
-	}
-	if err == nil {
-		return deliveredLog{}, fmt.Sprintf("impossible values %s", raw), false
-	}
-	fields, _, _, _ := readObject(raw)
-	var part deliveredLog
-	for name, v := range fields {
-		_ = json.Unmarshal(wrapField(name, v), &part)
-	}
-	return part, damageOf(err), false
 }

@@ -1,9 +1,8 @@
-package runs
+package runstore
 
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -48,9 +47,11 @@ type RedisOptions struct {
 	Health func(err error)
 }
 
-// RedisStore is the shared registry: a SharedStore on Redis. Its atomic
-// operations (SET NX PX, HINCRBY, Lua scripts) are the whole of the fleet's
-// coordination; docs of the keys are in the package doc.
+// RedisStore is the shared registry: a store on Redis that a fleet of
+// collectors shares. Beyond a store's calls it holds, claims, counts and
+// keeps pending uploads; its atomic operations (SET NX PX, HINCRBY, Lua
+// scripts) are the whole of the fleet's coordination. Its keys are in the
+// package doc.
 type RedisStore struct {
 	c       *redis.Client
 	opts    RedisOptions
@@ -252,8 +253,8 @@ func (s *RedisStore) Load(ctx context.Context) ([]SavedRun, error) {
 			}
 			continue
 		}
-		if sr.State == savedClosing {
-			sr.State = savedEnding
+		if sr.State == StateClosing {
+			sr.State = StateEnding
 		}
 		out = append(out, sr)
 	}
@@ -280,7 +281,7 @@ func (s *RedisStore) Save(ctx context.Context, sr SavedRun) error {
 
 func (s *RedisStore) Hold(ctx context.Context, runKey, hold string, ttl time.Duration) (SavedRun, bool, bool, error) {
 	res, err := repaired(ctx, s, runKey, []string{"run", "holds"}, func() ([]any, error) {
-		return s.hold.Run(ctx, s.c, []string{s.key("run", runKey), s.key("holds", runKey)}, hold, ms(ttl), ms(recordTTL), s.key("alive", ""), ms(heartbeatTTL)).Slice()
+		return s.hold.Run(ctx, s.c, []string{s.key("run", runKey), s.key("holds", runKey)}, hold, ms(ttl), ms(recordTTL), s.key("alive", ""), ms(HeartbeatTTL)).Slice()
 	})
 	if err != nil {
 		return SavedRun{}, false, false, s.seen(err)
@@ -306,7 +307,7 @@ func (s *RedisStore) Hold(ctx context.Context, runKey, hold string, ttl time.Dur
 	sr := SavedRun{
 		Key: f["key"], Source: f["source"], Value: f["value"], Attach: f["attach"] == "1",
 		ID: f["id"], Team: f["team"], State: f["state"], EndState: f["end_status"], EndWhy: f["end_reason"],
-		Traces: tracesState{Committed: f["traces_committed"] == "1", OnTable: f["traces_on_table"] == "1"},
+		Traces: Traces{Committed: f["traces_committed"] == "1", OnTable: f["traces_on_table"] == "1"},
 	}
 	if seen, err := strconv.ParseInt(f["seen"], 10, 64); err == nil {
 		sr.SeenAt = time.UnixMilli(seen)
@@ -376,187 +377,6 @@ func (s *RedisStore) next(ctx context.Context, runKey, counter string) (int64, e
 		return nil
 	})
 	return incr.Val(), err
-}
-
-func fpField(fp uint64) string { return strconv.FormatUint(fp, 16) }
-
-// Pending reads an unconfirmed upload. A damaged one is dropped with one
-// line: its object is uploaded again under a new range, as if it had
-// never started.
-func (s *RedisStore) Pending(ctx context.Context, runKey string, fp uint64) (SavedObject, bool, error) {
-	k := s.key("pending", runKey)
-	raw, err := repaired(ctx, s, runKey, []string{"pending"}, func() ([]byte, error) {
-		return s.c.HGet(ctx, k, fpField(fp)).Bytes()
-	})
-	if errors.Is(err, redis.Nil) {
-		return SavedObject{}, false, s.seen(nil)
-	}
-	if err != nil {
-		return SavedObject{}, false, s.seen(err)
-	}
-	s.seen(nil)
-	so, err := readSavedObject(raw)
-	if err != nil {
-		if s.c.HDel(ctx, k, fpField(fp)).Err() == nil {
-			s.opts.Logger.Warn("Pending upload "+fpField(fp)+" of "+runName(runKey)+" in the shared run registry is damaged ("+damageOf(err)+"): dropped; its object is uploaded again under a new sample_id range",
-				zap.String("endpoint", s.opts.Endpoint))
-		}
-		return SavedObject{}, false, nil
-	}
-	return so, true, nil
-}
-
-func (s *RedisStore) SavePending(ctx context.Context, runKey string, fp uint64, so SavedObject) error {
-	body, err := json.Marshal(so)
-	if err != nil {
-		return err
-	}
-	k := s.key("pending", runKey)
-	_, err = repaired(ctx, s, runKey, []string{"pending"}, func() ([]redis.Cmder, error) {
-		return s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, k, fpField(fp), body)
-			p.PExpire(ctx, k, pendingTTL)
-			return nil
-		})
-	})
-	return s.seen(err)
-}
-
-func (s *RedisStore) DropPending(ctx context.Context, runKey string, fp uint64) error {
-	_, err := repaired(ctx, s, runKey, []string{"pending"}, func() (int64, error) {
-		return s.c.HDel(ctx, s.key("pending", runKey), fpField(fp)).Result()
-	})
-	return s.seen(err)
-}
-
-func fpMembers(fps []uint64) []any {
-	out := make([]any, len(fps))
-	for i, fp := range fps {
-		out[i] = fpField(fp)
-	}
-	return out
-}
-
-// A run's delivered episodes are a sorted set per step,
-// <p>:deliveredstep:<step>:<k>, scored by when they were marked, with an
-// index of the run's steps (<p>:deliveredsteps:<k>, scored by step) and
-// their count (<p>:deliveredheld:<k>): Delivered is one round trip (the
-// step's set, and the sets of earlier releases), MarkDelivered one script
-// (markStepScript) that adds them and prunes the run's oldest steps,
-// whole, past maxStoredDelivered, as a storage extension does. The sets
-// earlier releases kept (deliveredz, a sorted set of the run's newest
-// marked fingerprints; delivered, a plain set) are read until their TTL
-// ends them.
-func (s *RedisStore) Delivered(ctx context.Context, runKey string, step int64, fps []uint64) ([]bool, error) {
-	if len(fps) == 0 {
-		return nil, nil
-	}
-	members := make([]string, len(fps))
-	for i, fp := range fps {
-		members[i] = fpField(fp)
-	}
-	var scores, legacyZ *redis.FloatSliceCmd
-	var legacy *redis.BoolSliceCmd
-	_, err := repaired(ctx, s, runKey, []string{stepKind(step), "deliveredz", "delivered"}, func() ([]redis.Cmder, error) {
-		return s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			scores = p.ZMScore(ctx, s.key(stepKind(step), runKey), members...)
-			legacyZ = p.ZMScore(ctx, s.key("deliveredz", runKey), members...)
-			legacy = p.SMIsMember(ctx, s.key("delivered", runKey), fpMembers(fps)...)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, s.seen(err)
-	}
-	out := make([]bool, len(fps))
-	for i := range out {
-		// A missing member scores 0; a marked one its marking's time.
-		out[i] = scores.Val()[i] != 0 || legacyZ.Val()[i] != 0 || legacy.Val()[i]
-	}
-	return out, s.seen(nil)
-}
-
-// stepKind is the kind of a step's delivered set's key.
-func stepKind(step int64) string { return "deliveredstep:" + strconv.FormatInt(step, 10) }
-
-// markStepScript adds ARGV[6..] to the step's set (KEYS[1]) scored by
-// Redis's clock, the step to the run's index (KEYS[2]) and their count to
-// the run's (KEYS[3]); then, while the run holds more than ARGV[2],
-// deletes its oldest steps (their keys are ARGV[4] .. step .. ARGV[5]),
-// never the step marked, and past that the step's own oldest members. A
-// count that is not a number is counted again from the sets (the reply
-// says so); an old step's set of another type is deleted as it goes.
-const markStepScript = `
-local t = redis.call('TIME')
-local score = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local added = 0
-for i = 6, #ARGV, 500 do
-  local args = {}
-  for j = i, math.min(i + 499, #ARGV) do
-    args[#args + 1] = score
-    args[#args + 1] = ARGV[j]
-  end
-  added = added + redis.call('ZADD', KEYS[1], unpack(args))
-end
-redis.call('ZADD', KEYS[2], ARGV[1], ARGV[1])
-local recounted = 0
-local held = tonumber(redis.call('GET', KEYS[3]) or '0')
-if held == nil or held < 0 then
-  held = 0
-  for _, st in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-    local n = redis.pcall('ZCARD', ARGV[4] .. st .. ARGV[5])
-    if type(n) == 'number' then held = held + n end
-  end
-  recounted = 1
-else
-  held = held + added
-end
-local bound = tonumber(ARGV[2])
-local i = 0
-while held > bound do
-  local st = redis.call('ZRANGE', KEYS[2], i, i)[1]
-  if st == nil then break end
-  if st == ARGV[1] then
-    i = i + 1
-  else
-    local k = ARGV[4] .. st .. ARGV[5]
-    local n = redis.pcall('ZCARD', k)
-    if type(n) == 'number' then held = held - n end
-    redis.call('DEL', k)
-    redis.call('ZREM', KEYS[2], st)
-  end
-end
-if held > bound then
-  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, held - bound - 1)
-  held = bound
-end
-redis.call('SET', KEYS[3], string.format('%d', held), 'PX', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-return recounted
-`
-
-func (s *RedisStore) MarkDelivered(ctx context.Context, runKey string, step int64, fps []uint64) error {
-	if len(fps) == 0 {
-		return nil
-	}
-	kind := stepKind(step)
-	// The keys of the run's other steps, for the script: head .. step .. tail.
-	head := s.key("deliveredstep", "")
-	tail := strings.TrimPrefix(s.key(kind, runKey), head+strconv.FormatInt(step, 10))
-	args := make([]any, 0, 5+len(fps))
-	args = append(args, step, maxStoredDelivered, ms(deliveredTTL), head, tail)
-	for _, fp := range fps {
-		args = append(args, fpField(fp))
-	}
-	recounted, err := repaired(ctx, s, runKey, []string{kind, "deliveredsteps", "deliveredheld"}, func() (int64, error) {
-		return s.markStep.Run(ctx, s.c, []string{s.key(kind, runKey), s.key("deliveredsteps", runKey), s.key("deliveredheld", runKey)}, args...).Int64()
-	})
-	if err == nil && recounted == 1 {
-		s.opts.Logger.Warn("The count of delivered episodes of "+runName(runKey)+" in the shared run registry is damaged (not a number): counted again from its steps; nothing is lost",
-			zap.String("endpoint", s.opts.Endpoint))
-	}
-	return s.seen(err)
 }
 
 func (s *RedisStore) Close(context.Context) error { return s.c.Close() }

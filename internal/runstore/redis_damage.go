@@ -1,4 +1,4 @@
-package runs
+package runstore
 
 import (
 	"cmp"
@@ -16,8 +16,8 @@ import (
 // SET), a field that is not what it must be. Redis refuses a command on
 // such a key; that is not Redis being down, so it neither turns the
 // status to an error nor holds the run's data in the retry forever. Each
-// is repaired where the refusal comes, with one log line (store_salvage.go
-// for the policy).
+// is repaired where the refusal comes, with one log line (Damage in
+// the package doc).
 
 // damagedReply says Redis refused a command for what a key holds.
 func damagedReply(err error) bool {
@@ -156,7 +156,7 @@ func (s *RedisStore) checkRecord(ctx context.Context, runKey string, f map[strin
 	if !validSavedState(sr.State) {
 		took := ""
 		if sr.EndState != "" {
-			took = savedEnding
+			took = StateEnding
 		}
 		if n, err := s.replace.Run(ctx, s.c, []string{s.key("run", runKey)}, "state", sr.State, took).Int(); err == nil && n == 1 {
 			s.opts.Logger.Warn("Run record of "+runName(runKey)+" in the shared run registry is damaged (unknown state "+strconv.Quote(sr.State)+"): taken as "+cmp.Or(took, "open"),

@@ -1,4 +1,4 @@
-package runs_test
+package runstore_test
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/memstorage"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
 func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *testing.T) {
 	disk := memstorage.New()
 	api := &countingRuns{}
 	now := time.Now()
-	c := startExt(t, disk, api, func(o *runs.ExtensionOptions) { o.Now = func() time.Time { return now } })
+	c := startExt(t, disk, api, func(o *runstore.ExtensionOptions) { o.Now = func() time.Time { return now } })
 	ctx := context.Background()
 
 	disk.Fill("/var/lib/otelcol/prime/exporter_prime__runs")

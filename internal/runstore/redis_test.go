@@ -1,4 +1,4 @@
-package runs_test
+package runstore_test
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/upload"
 )
 
 func TestARunsDeliveredStepsInRedisKeepItsNewestWithinTheBound(t *testing.T) {
 	srv := redistest.New(t)
 	ctx := context.Background()
-	store := runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.Addr(), Prefix: "prime"})
+	store := runstore.NewRedisStore(runstore.RedisOptions{Endpoint: srv.Addr(), Prefix: "prime"})
 	t.Cleanup(func() { _ = store.Close(ctx) })
 	raw := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = raw.Close() })
@@ -73,7 +74,7 @@ func TestARunsDeliveredStepsInRedisKeepItsNewestWithinTheBound(t *testing.T) {
 func TestAStepOfMoreEpisodesThanTheBoundInRedisKeepsItsNewest(t *testing.T) {
 	srv := redistest.New(t)
 	ctx := context.Background()
-	store := runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.Addr(), Prefix: "prime"})
+	store := runstore.NewRedisStore(runstore.RedisOptions{Endpoint: srv.Addr(), Prefix: "prime"})
 	t.Cleanup(func() { _ = store.Close(ctx) })
 	const bound = 1 << 18
 	const step = upload.NoStep // an evaluation's samples: no step
@@ -91,11 +92,11 @@ func TestAStepOfMoreEpisodesThanTheBoundInRedisKeepsItsNewest(t *testing.T) {
 
 func TestTheSharedRecordOnlyMovesForward(t *testing.T) {
 	srv := redistest.New(t)
-	s := runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.Addr(), Prefix: "test"})
+	s := runstore.NewRedisStore(runstore.RedisOptions{Endpoint: srv.Addr(), Prefix: "test"})
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	ctx := context.Background()
 	key := "key\x00fwd"
-	base := runs.SavedRun{Key: key, Source: runs.AttrRunKey, Value: "fwd"}
+	base := runstore.SavedRun{Key: key, Source: runs.AttrRunKey, Value: "fwd"}
 
 	first := base
 	first.ID, first.State, first.EndState = "run-1", "closed", runs.StatusFailed
@@ -121,7 +122,7 @@ func TestTheSharedRecordOnlyMovesForward(t *testing.T) {
 
 func TestAnErrorFromRedisIsNamedAndNeverPermanent(t *testing.T) {
 	srv := redistest.New(t)
-	s := runs.NewRedisStore(runs.RedisOptions{Endpoint: srv.Addr()})
+	s := runstore.NewRedisStore(runstore.RedisOptions{Endpoint: srv.Addr()})
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	srv.Stop()
 	_, err := s.Delivered(context.Background(), "key\x00x", 1, []uint64{1})
