@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -68,7 +69,7 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 	t.Logf("carol's key revoked with her run %s at %d steps", carolRun.ID, len(carolRun.Metrics))
 
 	// 1. alice and bob train with the same run key at once.
-	const steps = 20
+	const steps = 30
 	aliceDone := g.trainInBackground(t, trainer, mtAliceKey,
 		"-run-key", mtRunKey, "-team-id", "team-alice", "-steps", itoa(steps), "-step-delay", "150ms")
 	bobDone := g.trainInBackground(t, trainer, mtBobKey,
@@ -172,7 +173,7 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 		}
 	}
 
-	// 2. Alice's run is untouched by bob: its steps are her 1..20, it is
+	// 2. Alice's run is untouched by bob: its steps are her own, it is
 	// completed without an error, and what bob sent into it is one attach
 	// probe with his own key, which the platform answered 404.
 	var bobOnAlice []rfttest.Request
@@ -202,6 +203,13 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 	}
 	if run := runs["alice"]; run.Status != rfttest.StatusCompleted || run.ErrorMessage != "" || slices.Max(keys(run.Metrics)) != steps {
 		fatalf(t, c, "alice's run was touched: status %s, error %q, steps %v", run.Status, run.ErrorMessage, keys(run.Metrics))
+	}
+	// Alice and bob played the same seed, bob's attack another: any value
+	// of his in her run would tell her rows from his own run's.
+	for step, row := range runs["alice"].Metrics {
+		if !maps.Equal(row, runs["bob"].Metrics[step]) {
+			fatalf(t, c, "alice's step %d is not what she sent (bob's own run has the same seed): %v, bob's %v", step, row, runs["bob"].Metrics[step])
+		}
 	}
 	if n := rejected.sum("otelcol_exporter_prime_records_rejected", "reason", "run_refused"); n == 0 {
 		fatalf(t, c, "bob's refused data is not counted: %v", rejected.byReason("otelcol_exporter_prime_records_rejected"))
