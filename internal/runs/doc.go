@@ -35,17 +35,19 @@
 //
 //   - The fleet (fleet.go) is what this collector shares with the others
 //     of its fleet, picked from the store: solo (fleet_solo.go) for a
-//     Store, redisFleet (fleet_redis.go) for a store that also plays the
-//     shared roles (holdStore, claimStore, counterStore, pendingStore). It
-//     plays six roles, each declared beside the part that uses it and
-//     held by it alone (fleetRoles): presence and pushHolds (registry.go),
-//     recordKeeper (persist.go), objectLedger (objects.go), createFleet
-//     (creator.go), closeOutFleet (closer.go). It covers a
-//     push's hold, the create and close-out claims, sample_id ranges,
-//     pending uploads, delivered episodes and the run's record, the quiet
-//     checks a close-out waits on, and start/stop (the heartbeat). Solo
-//     answers every call: its holds and claims do nothing, and its ranges
-//     are the run's own counter. Nothing else asks which fleet it has.
+//     Store, redisFleet (fleet_redis.go; its create and close-out in
+//     fleet_redis_create.go and fleet_redis_closeout.go) for a store that
+//     also plays the shared roles (holdStore, claimStore, counterStore,
+//     pendingStore). It covers a push's hold, the create and close-out
+//     claims, sample_id ranges, pending uploads, delivered episodes and
+//     the run's record, the quiet checks a close-out waits on, and
+//     start/stop (the heartbeat), as six roles, each declared beside the
+//     part that uses it and held by that part alone (fleetRoles):
+//     presence and pushHolds (registry.go), recordKeeper (persist.go),
+//     objectLedger (objects.go), createFleet (creator.go), closeOutFleet
+//     (closer.go). Solo answers every call: its holds and claims do
+//     nothing, and its ranges are the run's own counter. Nothing else asks
+//     which fleet it has.
 //   - The creator (creator.go, evalspec.go) gives a run its platform id,
 //     for training runs and evaluations alike: it attaches, or creates
 //     under the run's createMu through the fleet, which sends the create
