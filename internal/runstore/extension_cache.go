@@ -7,6 +7,9 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 )
 
+// The runs' delivered indexes in memory: read whole at a run's first use
+// (some 24 bytes a part), so that a check reads only its step's parts.
+
 // runSteps is a run's index in memory: its chunks' parts, the chunks in
 // order, the fingerprints they hold, and the legacy fingerprints (nil
 // when it holds none). The markings (under logMu) change it under

@@ -8,6 +8,12 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 )
 
+// An ExtensionStore's delivered marks: Delivered reads the step's parts
+// (one Get for a step of fewer than maxPartFingerprints episodes);
+// MarkDelivered rewrites the step's last part and its chunk of the index
+// in one batch, pruning the run's oldest steps past maxStoredDelivered
+// (extension_index.go has the format).
+
 // Delivered answers from the step's parts in storage, the run's legacy
 // fingerprints and the markings storage has not taken yet.
 func (s *ExtensionStore) Delivered(ctx context.Context, runKey string, step int64, fps []uint64) ([]bool, error) {

@@ -10,6 +10,11 @@ import (
 	"go.uber.org/zap"
 )
 
+// Repair of a run's delivered values: a damaged part keeps its whole
+// fingerprints and its damaged value is kept aside under damaged/; a
+// damaged index is rebuilt from a listing of the run's parts. Each with
+// one log line, and the collector goes on (the package doc, Damage).
+
 // damagedPart reports a damaged part once and returns the write that
 // keeps it aside, under damaged/<its key>; the caller writes what is left
 // of it in its place.
