@@ -20,6 +20,9 @@ go vet ./...
 go test -race -count=1 ./...
 check_generated
 
+log "go vet + go test -race (the demo commands' library)"
+(cd cmd/internal/trainerlib && go vet ./... && go test -race -count=1 ./...)
+
 log "go vet + go test -race (demo trainer)"
 (cd cmd/demotrainer && go vet ./... && go test -race -count=1 ./...)
 

@@ -19,6 +19,8 @@
 //     handler are collected for the run. The program exits 1 naming the first
 //     of them, so a test or a demo never passes on data that was not delivered.
 //
+// What it shares with cmd/evalrunner (the common flags, the OTLP log export,
+// the events, the close-out and the exit codes) is cmd/internal/trainerlib.
 // The command has its own go.mod so that the OTel SDK and its exporters stay
 // out of the exporter component's module.
 package main

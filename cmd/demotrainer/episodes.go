@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib"
 )
 
 // episodeSpec is everything one episode's body derives from. The simulation
@@ -47,45 +49,6 @@ const fillerVocabulary = "first we note that the total is a sum of both parts so
 	"count check again carefully each apple crate holds more step then result number careful " +
 	"reasoning keeps arithmetic honest and simple"
 
-// envShortName is the environment's bare name: `primeintellect/vf-math@v3`
-// gives `vf-math`. It labels metrics and tasks.
-func envShortName(env string) string {
-	if i := strings.LastIndex(env, "@"); i > 0 {
-		env = env[:i]
-	}
-	if i := strings.LastIndex(env, "/"); i >= 0 {
-		env = env[i+1:]
-	}
-	return env
-}
-
-// envSlug is the environment without its version pin, the body's env_name.
-func envSlug(env string) string {
-	if i := strings.LastIndex(env, "@"); i > 0 {
-		return env[:i]
-	}
-	return env
-}
-
-// filler returns exactly n bytes of words, starting with a space so it can
-// follow a sentence.
-func filler(r *rand.Rand, words []string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.Grow(n + 16)
-	for b.Len() < n {
-		b.WriteByte(' ')
-		b.WriteString(words[r.IntN(len(words))])
-	}
-	s := b.String()[:n]
-	if strings.HasSuffix(s, " ") {
-		s = s[:n-1] + "."
-	}
-	return s
-}
-
 // chat is an episode's conversation: the branches of its trajectory, each
 // holding the whole history up to and including its final message.
 type chat struct {
@@ -112,7 +75,7 @@ func buildChat(spec episodeSpec) chat {
 	}
 
 	question := [2]string{
-		fmt.Sprintf("Problem %d (%s): A crate holds %d apples and a farmer adds %d more.", spec.problemID, envShortName(spec.env), a, b),
+		fmt.Sprintf("Problem %d (%s): A crate holds %d apples and a farmer adds %d more.", spec.problemID, trainerlib.EnvShortName(spec.env), a, b),
 		" How many apples are in the crate now?",
 	}
 	// A message is its fixed parts with one filler slot between them.
@@ -160,7 +123,7 @@ func buildChat(spec episodeSpec) chat {
 	words := strings.Fields(fillerVocabulary)
 	history := make([]chatMessage, len(msgs))
 	for i, m := range msgs {
-		history[i] = chatMessage{role: m.role, content: m.head + filler(r, words, padding[i]) + m.tail}
+		history[i] = chatMessage{role: m.role, content: m.head + trainerlib.Filler(r, words, padding[i]) + m.tail}
 	}
 	c := chat{prompt: history[1].content, answer: fmt.Sprint(answer)}
 	// Each assistant message ends a branch that holds everything before it.
@@ -190,8 +153,8 @@ func episodeBody(spec episodeSpec) attribute.Value {
 			attribute.Int("num_output_tokens", tokens([]chatMessage{last})),
 		)
 	}
-	generation := roundTo(200+r.Float64()*1800, 1)
-	scoring := roundTo(1+r.Float64()*20, 1)
+	generation := trainerlib.RoundTo(200+r.Float64()*1800, 1)
+	scoring := trainerlib.RoundTo(1+r.Float64()*20, 1)
 	tag := "train"
 	if spec.eval {
 		tag = "eval"
@@ -203,8 +166,8 @@ func episodeBody(spec episodeSpec) attribute.Value {
 		attribute.KeyValue{Key: "completion", Value: messagesValue(c.completion())},
 		attribute.Slice("trajectory", branches...),
 		attribute.String("answer", c.answer),
-		attribute.String("env_name", envSlug(spec.env)),
-		attribute.String("task", envShortName(spec.env)),
+		attribute.String("env_name", trainerlib.EnvSlug(spec.env)),
+		attribute.String("task", trainerlib.EnvShortName(spec.env)),
 		attribute.Map("info",
 			attribute.String("source", "demotrainer"),
 			attribute.Int64("seed", int64(spec.seed)),
@@ -219,7 +182,7 @@ func episodeBody(spec episodeSpec) attribute.Value {
 		attribute.Map("timing",
 			attribute.Float64("generation_ms", generation),
 			attribute.Float64("scoring_ms", scoring),
-			attribute.Float64("total_ms", roundTo(generation+scoring, 1)),
+			attribute.Float64("total_ms", trainerlib.RoundTo(generation+scoring, 1)),
 		),
 	)
 }

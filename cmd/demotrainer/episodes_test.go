@@ -155,15 +155,3 @@ func TestTheFinalAnswerIsRightOnlyForACorrectEpisode(t *testing.T) {
 		}
 	}
 }
-
-func TestEnvironmentNamesDropOwnerAndVersion(t *testing.T) {
-	for in, want := range map[string][2]string{
-		"primeintellect/vf-math@v3": {"vf-math", "primeintellect/vf-math"},
-		"gsm8k":                     {"gsm8k", "gsm8k"},
-		"owner/env":                 {"env", "owner/env"},
-	} {
-		if got := [2]string{envShortName(in), envSlug(in)}; got != want {
-			t.Errorf("%q: got %v, want %v", in, got, want)
-		}
-	}
-}

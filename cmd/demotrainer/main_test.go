@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,18 +13,20 @@ import (
 	"time"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib"
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib/otlptest"
 )
 
 func noEnv(string) string { return "" }
 
 // runDemo runs the whole program against c with quick defaults plus args.
-func runDemo(t *testing.T, c *fakeCollector, args ...string) (string, error) {
+func runDemo(t *testing.T, c *otlptest.Collector, args ...string) (string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	all := append([]string{"-endpoint", c.URL, "-steps", "6", "-step-delay", "0", "-export-timeout", "2s"}, args...)
-	err := run(context.Background(), all, &stdout, &stderr, noEnv)
+	err := trainerlib.Execute(context.Background(), all, &stdout, &stderr, noEnv, parseConfig, run)
 	return stdout.String(), err
 }
 
@@ -40,16 +42,12 @@ func intAttr(t *testing.T, attrs map[string]*commonpb.AnyValue, key string) int6
 	return v.GetIntValue()
 }
 
-func recordAttrs(r *logspb.LogRecord) map[string]*commonpb.AnyValue {
-	return attrMap(r.GetAttributes())
-}
-
 func TestEveryRequestCarriesTheRunsResource(t *testing.T) {
-	c := newFakeCollector(t, 0)
+	c := otlptest.NewCollector(t, 0)
 	if _, err := runDemo(t, c, "-run-key", "key-1", "-run-name", "name-1", "-model", "m/1", "-episodes-per-step", "3"); err != nil {
 		t.Fatal(err)
 	}
-	resources := c.resources()
+	resources := c.Resources()
 	if len(resources) == 0 {
 		t.Fatal("nothing received")
 	}
@@ -92,11 +90,11 @@ func TestEveryRequestCarriesTheRunsResource(t *testing.T) {
 }
 
 func TestRunIDAttachesToAnExistingRun(t *testing.T) {
-	c := newFakeCollector(t, 0)
+	c := otlptest.NewCollector(t, 0)
 	if _, err := runDemo(t, c, "-run-id", "run-abc", "-steps", "1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, res := range c.resources() {
+	for _, res := range c.Resources() {
 		if got := res["prime.run.id"].GetStringValue(); got != "run-abc" {
 			t.Fatalf("prime.run.id = %q, want run-abc", got)
 		}
@@ -104,11 +102,11 @@ func TestRunIDAttachesToAnExistingRun(t *testing.T) {
 }
 
 func TestTeamIDNamesTheRunsTeam(t *testing.T) {
-	c := newFakeCollector(t, 0)
+	c := otlptest.NewCollector(t, 0)
 	if _, err := runDemo(t, c, "-team-id", "team-a", "-steps", "1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, res := range c.resources() {
+	for _, res := range c.Resources() {
 		if got := res["prime.run.team_id"].GetStringValue(); got != "team-a" {
 			t.Fatalf("prime.run.team_id = %q, want team-a", got)
 		}
@@ -116,7 +114,7 @@ func TestTeamIDNamesTheRunsTeam(t *testing.T) {
 }
 
 func TestEveryStepsMetricsArriveOnceWithTheirStep(t *testing.T) {
-	c := newFakeCollector(t, 0)
+	c := otlptest.NewCollector(t, 0)
 	if _, err := runDemo(t, c, "-episodes-per-step", "4"); err != nil {
 		t.Fatal(err)
 	}
@@ -124,22 +122,22 @@ func TestEveryStepsMetricsArriveOnceWithTheirStep(t *testing.T) {
 	stepValues := []float64{}
 	rewardCounts := map[int64]uint64{}
 	envMeans := 0
-	for _, p := range c.points() {
-		if p.name == "step" {
-			if len(p.attrs) != 0 {
-				t.Errorf("the step gauge has attributes %v, want none", p.attrs)
+	for _, p := range c.Points() {
+		if p.Name == "step" {
+			if len(p.Attrs) != 0 {
+				t.Errorf("the step gauge has attributes %v, want none", p.Attrs)
 			}
-			stepValues = append(stepValues, p.value)
+			stepValues = append(stepValues, p.Value)
 			continue
 		}
-		step := intAttr(t, p.attrs, "prime.step")
-		switch p.name {
+		step := intAttr(t, p.Attrs, "prime.step")
+		switch p.Name {
 		case "loss":
 			lossSteps[step]++
 		case "reward":
-			rewardCounts[step] += p.count
+			rewardCounts[step] += p.Count
 		case "reward/mean":
-			if p.attrs["env"].GetStringValue() != "" {
+			if p.Attrs["env"].GetStringValue() != "" {
 				envMeans++
 			}
 		}
@@ -161,16 +159,16 @@ func TestEveryStepsMetricsArriveOnceWithTheirStep(t *testing.T) {
 }
 
 func TestEpisodesCarryTheStepTheyWereDispatchedAt(t *testing.T) {
-	c := newFakeCollector(t, 0)
+	c := otlptest.NewCollector(t, 0)
 	if _, err := runDemo(t, c, "-episodes-per-step", "4", "-eval-every", "5"); err != nil {
 		t.Fatal(err)
 	}
 	train, eval := map[int64]int{}, map[int64]int{}
 	metricsEvents := 0
-	for _, r := range c.records() {
-		attrs := recordAttrs(r)
+	for _, r := range c.Records() {
+		attrs := otlptest.RecordAttrs(r)
 		switch r.GetEventName() {
-		case eventEpisode:
+		case trainerlib.EventEpisode:
 			step := intAttr(t, attrs, "prime.work.step")
 			switch typ := attrs["prime.work.type"].GetStringValue(); typ {
 			case "train":
@@ -187,7 +185,7 @@ func TestEpisodesCarryTheStepTheyWereDispatchedAt(t *testing.T) {
 			if !slices.Contains(keys, "trajectory") || !slices.Contains(keys, "reward") {
 				t.Errorf("episode body keys %v lack trajectory or reward", keys)
 			}
-		case eventMetrics:
+		case trainerlib.EventMetrics:
 			metricsEvents++
 			intAttr(t, attrs, "prime.step")
 			if _, ok := attrs["grad_norm"]; !ok {
@@ -197,27 +195,15 @@ func TestEpisodesCarryTheStepTheyWereDispatchedAt(t *testing.T) {
 	}
 	// The last episode of steps 3 and 6 is a straggler dispatched a step
 	// earlier.
-	if want := map[int64]int{1: 4, 2: 5, 3: 3, 4: 4, 5: 5, 6: 3}; !mapsEqual(train, want) {
+	if want := map[int64]int{1: 4, 2: 5, 3: 3, 4: 4, 5: 5, 6: 3}; !maps.Equal(train, want) {
 		t.Errorf("train episodes per dispatch step = %v, want %v", train, want)
 	}
-	if want := map[int64]int{5: 1}; !mapsEqual(eval, want) {
+	if want := map[int64]int{5: 1}; !maps.Equal(eval, want) {
 		t.Errorf("eval episodes per step = %v, want %v", eval, want)
 	}
 	if metricsEvents != 6 {
 		t.Errorf("%d prime.metrics events, want one per step", metricsEvents)
 	}
-}
-
-func mapsEqual(a, b map[int64]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestTheRunEndEventComesLastWithItsStatus(t *testing.T) {
@@ -234,14 +220,14 @@ func TestTheRunEndEventComesLastWithItsStatus(t *testing.T) {
 		{"none: the trainer dies", []string{"-status", "none"}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newFakeCollector(t, 0)
+			c := otlptest.NewCollector(t, 0)
 			if _, err := runDemo(t, c, append([]string{"-steps", "2"}, tc.args...)...); err != nil {
 				t.Fatal(err)
 			}
-			records := c.records()
+			records := c.Records()
 			ends := 0
 			for _, r := range records {
-				if r.GetEventName() == eventRunEnd {
+				if r.GetEventName() == trainerlib.EventRunEnd {
 					ends++
 				}
 			}
@@ -252,34 +238,24 @@ func TestTheRunEndEventComesLastWithItsStatus(t *testing.T) {
 				return
 			}
 			last := records[len(records)-1]
-			if ends != 1 || last.GetEventName() != eventRunEnd {
+			if ends != 1 || last.GetEventName() != trainerlib.EventRunEnd {
 				t.Fatalf("%d prime.run.end events and the last record is %q, want exactly one, last", ends, last.GetEventName())
 			}
-			attrs := recordAttrs(last)
-			if got := attrs["prime.run.status"].GetStringValue(); got != tc.wantStatus {
-				t.Errorf("prime.run.status = %q, want %q", got, tc.wantStatus)
-			}
-			reason, hasReason := attrs["prime.run.error"]
-			if tc.wantError == "" && hasReason {
-				t.Errorf("prime.run.error = %v on a completed run", reason)
-			}
-			if got := reason.GetStringValue(); got != tc.wantError {
-				t.Errorf("prime.run.error = %q, want %q", got, tc.wantError)
-			}
+			otlptest.CheckRunEnd(t, last, tc.wantStatus, tc.wantError)
 		})
 	}
 }
 
 func TestTheSummaryLineCountsWhatWasSent(t *testing.T) {
-	c := newFakeCollector(t, 0)
+	c := otlptest.NewCollector(t, 0)
 	out, err := runDemo(t, c, "-run-key", "k", "-episodes-per-step", "2", "-eval-every", "3")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 6 steps × (loss, entropy, reward/mean, step, reward histogram) plus one
 	// reward/mean per environment present; 6×2 + 2 eval episodes.
-	points := len(c.points())
-	records := len(c.records())
+	points := len(c.Points())
+	records := len(c.Records())
 	for _, want := range []string{"run key k:", "6 steps", "14 episodes (2 eval)", "prime.run.end completed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary %q lacks %q", out, want)
@@ -296,23 +272,23 @@ func TestTheSummaryLineCountsWhatWasSent(t *testing.T) {
 }
 
 func TestTwoRunsWithOneSeedSendTheSameData(t *testing.T) {
-	bodies := func(seed string) ([]point, []string) {
-		c := newFakeCollector(t, 0)
+	bodies := func(seed string) ([]otlptest.Point, []string) {
+		c := otlptest.NewCollector(t, 0)
 		if _, err := runDemo(t, c, "-seed", seed, "-steps", "3"); err != nil {
 			t.Fatal(err)
 		}
 		var out []string
-		for _, r := range c.records() {
+		for _, r := range c.Records() {
 			b, err := proto.Marshal(r.GetBody())
 			if err != nil {
 				t.Fatal(err)
 			}
 			out = append(out, r.GetEventName()+string(b))
 		}
-		var losses []point
-		for _, p := range c.points() {
-			if p.name == "loss" {
-				losses = append(losses, point{value: p.value})
+		var losses []otlptest.Point
+		for _, p := range c.Points() {
+			if p.Name == "loss" {
+				losses = append(losses, otlptest.Point{Value: p.Value})
 			}
 		}
 		return losses, out
@@ -320,39 +296,20 @@ func TestTwoRunsWithOneSeedSendTheSameData(t *testing.T) {
 	lossA, bodyA := bodies("3")
 	lossB, bodyB := bodies("3")
 	lossC, bodyC := bodies("4")
-	if !slices.Equal(bodyA, bodyB) || !slices.EqualFunc(lossA, lossB, func(a, b point) bool { return a.value == b.value }) {
+	if !slices.Equal(bodyA, bodyB) || !slices.EqualFunc(lossA, lossB, func(a, b otlptest.Point) bool { return a.Value == b.Value }) {
 		t.Fatal("two runs with seed 3 sent different data")
 	}
-	if slices.Equal(bodyA, bodyC) || slices.EqualFunc(lossA, lossC, func(a, b point) bool { return a.value == b.value }) {
+	if slices.Equal(bodyA, bodyC) || slices.EqualFunc(lossA, lossC, func(a, b otlptest.Point) bool { return a.Value == b.Value }) {
 		t.Fatal("seeds 3 and 4 sent the same data")
 	}
 }
 
-func TestARejectedExportFailsTheRunNamingTheStep(t *testing.T) {
-	c := newFakeCollector(t, http.StatusBadRequest)
-	out, err := runDemo(t, c)
-	var exportErr *exportError
-	if !errors.As(err, &exportErr) {
-		t.Fatalf("err = %v, want an export error", err)
-	}
-	if !strings.Contains(err.Error(), "step 1") || !strings.Contains(err.Error(), "400") {
-		t.Errorf("error %q does not name step 1 and the 400", err)
-	}
-	if out != "" {
-		t.Errorf("printed a summary %q for a failed run", out)
-	}
-}
-
-func TestAnUnreachableCollectorFailsTheRun(t *testing.T) {
-	c := newFakeCollector(t, 0)
-	c.Close()
-	if _, err := runDemo(t, c); err == nil {
-		t.Fatal("a run against a closed port succeeded")
-	}
+func TestAFailedDeliveryFailsTheRunNamingTheStep(t *testing.T) {
+	otlptest.CheckFailedDelivery(t, func(c *otlptest.Collector) (string, error) { return runDemo(t, c) }, "step 1")
 }
 
 func TestAnInterruptedRunEndsAsCancelled(t *testing.T) {
-	c := newFakeCollector(t, 0)
+	c := otlptest.NewCollector(t, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg, err := parseConfig([]string{"-endpoint", c.URL, "-steps", "5", "-export-timeout", "2s"}, new(bytes.Buffer), noEnv)
@@ -367,39 +324,29 @@ func TestAnInterruptedRunEndsAsCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := trainer{
-		cfg: cfg, in: in, flush: tel.flush,
-		events: events{logger: tel.loggers.Logger(instrumentationScope), now: fixedNow},
+	tr := trainer{cfg: cfg, in: in, play: trainerlib.Play{
+		Events: trainerlib.Events{Logger: tel.logs.Provider.Logger(instrumentationScope), Now: fixedNow},
+		Flush:  tel.flush,
 		// The interrupt arrives while waiting after step 2.
-		sleep: func(ctx context.Context, _ time.Duration) error {
-			if countEvents(c.records(), eventMetrics) == 2 {
+		Sleep: func(ctx context.Context, _ time.Duration) error {
+			if len(otlptest.ByEvent(c.Records(), trainerlib.EventMetrics)) == 2 {
 				cancel()
 			}
 			return ctx.Err()
 		},
-	}
+	}}
 	out, err := tr.run(ctx)
 	if shutErr := tel.shutdown(context.Background()); shutErr != nil {
 		t.Fatal(shutErr)
 	}
-	if !errors.Is(err, context.Canceled) || out.steps != 2 || out.status != statusCancelled {
+	if !errors.Is(err, context.Canceled) || out.steps != 2 || out.status != trainerlib.StatusCancelled {
 		t.Fatalf("run = %+v, %v; want 2 steps, cancelled, context.Canceled", out, err)
 	}
-	records := c.records()
+	records := c.Records()
 	last := records[len(records)-1]
-	if last.GetEventName() != eventRunEnd || recordAttrs(last)["prime.run.status"].GetStringValue() != statusCancelled {
-		t.Fatalf("last record %q %v, want prime.run.end cancelled", last.GetEventName(), recordAttrs(last))
+	if last.GetEventName() != trainerlib.EventRunEnd || otlptest.RecordAttrs(last)["prime.run.status"].GetStringValue() != trainerlib.StatusCancelled {
+		t.Fatalf("last record %q %v, want prime.run.end cancelled", last.GetEventName(), otlptest.RecordAttrs(last))
 	}
-}
-
-func countEvents(records []*logspb.LogRecord, name string) int {
-	n := 0
-	for _, r := range records {
-		if r.GetEventName() == name {
-			n++
-		}
-	}
-	return n
 }
 
 func fixedNow() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }

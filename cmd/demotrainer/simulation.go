@@ -3,6 +3,8 @@ package main
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib"
 )
 
 // stragglerEvery makes the last episode of every third step an off-policy
@@ -24,7 +26,7 @@ type stepPlan struct {
 // planStep simulates step: a policy that answers more problems right as the
 // run goes on, and a loss that falls.
 func planStep(cfg config, step int) stepPlan {
-	r := rand.New(rand.NewPCG(cfg.seed, uint64(step)))
+	r := rand.New(rand.NewPCG(cfg.Seed, uint64(step)))
 	progress := float64(step-1) / float64(max(1, cfg.steps-1))
 	pCorrect := 0.25 + 0.6*progress
 	pFormatted := 0.7 + 0.3*progress
@@ -32,13 +34,13 @@ func planStep(cfg config, step int) stepPlan {
 
 	p := stepPlan{
 		step:     step,
-		loss:     roundTo(1.2*math.Exp(-2.5*progress)+0.05*(r.Float64()-0.5), 4),
-		entropy:  roundTo(0.9-0.4*progress+0.02*(r.Float64()-0.5), 4),
-		gradNorm: roundTo(0.3+0.4*r.Float64(), 4),
+		loss:     trainerlib.RoundTo(1.2*math.Exp(-2.5*progress)+0.05*(r.Float64()-0.5), 4),
+		entropy:  trainerlib.RoundTo(0.9-0.4*progress+0.02*(r.Float64()-0.5), 4),
+		gradNorm: trainerlib.RoundTo(0.3+0.4*r.Float64(), 4),
 	}
 	episode := func(index, dispatch int, problemID int64, eval bool) episodeSpec {
 		e := episodeSpec{
-			seed:         cfg.seed,
+			seed:         cfg.Seed,
 			dispatchStep: dispatch,
 			index:        index,
 			eval:         eval,
@@ -70,7 +72,7 @@ func planStep(cfg config, step int) stepPlan {
 		}
 		mean := sum / float64(hi-lo)
 		for i := lo; i < hi; i++ {
-			p.episodes[i].advantage = roundTo(p.episodes[i].reward-mean, 6)
+			p.episodes[i].advantage = trainerlib.RoundTo(p.episodes[i].reward-mean, 6)
 		}
 	}
 	if cfg.evalEvery > 0 && step%cfg.evalEvery == 0 {
@@ -86,7 +88,7 @@ func (p stepPlan) rewardMean() float64 {
 	for _, e := range p.episodes {
 		sum += e.reward
 	}
-	return roundTo(sum/float64(len(p.episodes)), 6)
+	return trainerlib.RoundTo(sum/float64(len(p.episodes)), 6)
 }
 
 // rewardMeanByEnv is the mean reward of the step's train episodes per
@@ -94,20 +96,13 @@ func (p stepPlan) rewardMean() float64 {
 func (p stepPlan) rewardMeanByEnv() map[string]float64 {
 	sums, counts := map[string]float64{}, map[string]int{}
 	for _, e := range p.episodes {
-		name := envShortName(e.env)
+		name := trainerlib.EnvShortName(e.env)
 		sums[name] += e.reward
 		counts[name]++
 	}
 	means := make(map[string]float64, len(sums))
 	for name, sum := range sums {
-		means[name] = roundTo(sum/float64(counts[name]), 6)
+		means[name] = trainerlib.RoundTo(sum/float64(counts[name]), 6)
 	}
 	return means
-}
-
-// roundTo rounds x to the given number of decimals, so values read well on
-// a dashboard and print in short form.
-func roundTo(x float64, decimals int) float64 {
-	scale := math.Pow10(decimals)
-	return math.Round(x*scale) / scale
 }

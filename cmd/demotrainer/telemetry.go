@@ -4,17 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib"
 )
 
 // instrumentationScope names the meter and logger.
@@ -28,18 +28,17 @@ const learningRate = 1e-6
 
 // telemetry owns the two SDK providers of a run and what they exported.
 type telemetry struct {
-	meters  *sdkmetric.MeterProvider
-	loggers *sdklog.LoggerProvider
-	// metricPoints and logRecords count what the exporters delivered, for the
+	meters *sdkmetric.MeterProvider
+	logs   *trainerlib.Logs
+	// metricPoints counts the points the exporter delivered, for the
 	// summary line.
 	metricPoints atomic.Int64
-	logRecords   atomic.Int64
 }
 
 // newResource describes the run the way telemetry.md section 1 reads it.
 func newResource(ctx context.Context, cfg config) (*resource.Resource, error) {
 	runConfig, err := json.Marshal(map[string]any{
-		"seed": cfg.seed,
+		"seed": cfg.Seed,
 		"trainer": map[string]any{
 			"lr":                   learningRate,
 			"batch_size":           cfg.episodesPerStep,
@@ -69,64 +68,48 @@ func newResource(ctx context.Context, cfg config) (*resource.Resource, error) {
 	if cfg.teamID != "" {
 		attrs = append(attrs, attribute.String("prime.run.team_id", cfg.teamID))
 	}
-	// No resource.WithFromEnv: the run must be what the flags say, whatever
-	// OTEL_RESOURCE_ATTRIBUTES the shell happens to hold.
-	return resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
+	return trainerlib.NewResource(ctx, attrs...)
 }
 
-// newTelemetry builds both providers against cfg.endpoint. Nothing is sent
+// newTelemetry builds both providers against cfg.Endpoint. Nothing is sent
 // until the first flush.
 func newTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 	res, err := newResource(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-
 	metricOpts := []otlpmetrichttp.Option{
-		otlpmetrichttp.WithEndpoint(cfg.endpoint.hostPort),
-		otlpmetrichttp.WithURLPath(cfg.endpoint.basePath + "/v1/metrics"),
-		otlpmetrichttp.WithTimeout(cfg.exportTimeout),
-		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig(retryConfig(cfg))),
+		otlpmetrichttp.WithEndpoint(cfg.Endpoint.HostPort),
+		otlpmetrichttp.WithURLPath(cfg.Endpoint.BasePath + "/v1/metrics"),
+		otlpmetrichttp.WithTimeout(cfg.ExportTimeout),
+		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig(trainerlib.Retry(cfg.ExportTimeout))),
 		otlpmetrichttp.WithTemporalitySelector(deltaTemporality),
 	}
-	logOpts := []otlploghttp.Option{
-		otlploghttp.WithEndpoint(cfg.endpoint.hostPort),
-		otlploghttp.WithURLPath(cfg.endpoint.basePath + "/v1/logs"),
-		otlploghttp.WithTimeout(cfg.exportTimeout),
-		otlploghttp.WithRetry(otlploghttp.RetryConfig(retryConfig(cfg))),
-	}
-	if cfg.endpoint.insecure {
+	if cfg.Endpoint.Insecure {
 		metricOpts = append(metricOpts, otlpmetrichttp.WithInsecure())
-		logOpts = append(logOpts, otlploghttp.WithInsecure())
 	}
 	metricExp, err := otlpmetrichttp.New(ctx, metricOpts...)
 	if err != nil {
 		return nil, err
 	}
-	logExp, err := otlploghttp.New(ctx, logOpts...)
+	// A step's records are flushed with the step, and the queue holds more
+	// than one step so that none is ever dropped.
+	logs, err := trainerlib.NewLogs(ctx, cfg.Endpoint, cfg.ExportTimeout, res,
+		sdklog.WithMaxQueueSize(max(2048, 2*(cfg.episodesPerStep+3))))
 	if err != nil {
 		return nil, errors.Join(err, metricExp.Shutdown(ctx))
 	}
 
-	t := &telemetry{}
+	t := &telemetry{logs: logs}
 	// The reader's own interval never fires within a run: every export comes
 	// from the flush after each step, so each step's points go out once, in
 	// order, and their errors are returned to the step that made them.
 	reader := sdkmetric.NewPeriodicReader(
 		countingMetricExporter{Exporter: metricExp, points: &t.metricPoints},
 		sdkmetric.WithInterval(24*time.Hour),
-		sdkmetric.WithTimeout(2*cfg.exportTimeout),
+		sdkmetric.WithTimeout(2*cfg.ExportTimeout),
 	)
 	t.meters = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(reader))
-	// Likewise for logs: a step's records are flushed with the step, and the
-	// queue holds more than one step so that none is ever dropped.
-	processor := sdklog.NewBatchProcessor(
-		countingLogExporter{Exporter: logExp, records: &t.logRecords},
-		sdklog.WithExportInterval(24*time.Hour),
-		sdklog.WithExportTimeout(2*cfg.exportTimeout),
-		sdklog.WithMaxQueueSize(max(2048, 2*(cfg.episodesPerStep+3))),
-	)
-	t.loggers = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(processor))
 	return t, nil
 }
 
@@ -142,12 +125,12 @@ func (t *telemetry) flush(ctx context.Context) error {
 	if err := t.meters.ForceFlush(ctx); err != nil {
 		return err
 	}
-	return t.loggers.ForceFlush(ctx)
+	return t.logs.Provider.ForceFlush(ctx)
 }
 
 // shutdown flushes and stops both providers, reporting every failure.
 func (t *telemetry) shutdown(ctx context.Context) error {
-	return errors.Join(t.meters.Shutdown(ctx), t.loggers.Shutdown(ctx))
+	return errors.Join(t.meters.Shutdown(ctx), t.logs.Provider.Shutdown(ctx))
 }
 
 // countingMetricExporter counts the data points the collector accepted.
@@ -186,58 +169,4 @@ func countPointsOf[N int64 | float64](data metricdata.Aggregation) int {
 		return len(d.DataPoints)
 	}
 	return 0
-}
-
-// countingLogExporter counts the log records the collector accepted.
-type countingLogExporter struct {
-	sdklog.Exporter
-	records *atomic.Int64
-}
-
-func (e countingLogExporter) Export(ctx context.Context, records []sdklog.Record) error {
-	if err := e.Exporter.Export(ctx, records); err != nil {
-		return err
-	}
-	e.records.Add(int64(len(records)))
-	return nil
-}
-
-// errorSink collects the errors the SDK reports asynchronously through the
-// OTel error handler, so that none of them can go unnoticed.
-type errorSink struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (s *errorSink) Handle(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.errs = append(s.errs, err)
-}
-
-func (s *errorSink) err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return errors.Join(s.errs...)
-}
-
-// retrySettings has the shape of both exporters' RetryConfig, which are
-// distinct types over the same fields.
-type retrySettings struct {
-	Enabled         bool
-	InitialInterval time.Duration
-	MaxInterval     time.Duration
-	MaxElapsedTime  time.Duration
-}
-
-// retryConfig rides out a collector that answers 429/503 for a moment (a
-// memory limiter), but gives up within the export timeout so a dead endpoint
-// fails the run quickly. Connection refused is never retried by the exporters.
-func retryConfig(cfg config) retrySettings {
-	return retrySettings{
-		Enabled:         true,
-		InitialInterval: 100 * time.Millisecond,
-		MaxInterval:     time.Second,
-		MaxElapsedTime:  cfg.exportTimeout,
-	}
 }

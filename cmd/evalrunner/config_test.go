@@ -7,35 +7,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-func TestEndpointsAreHostPortOrAnHTTPURL(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want endpoint
-	}{
-		{"localhost:4318", endpoint{hostPort: "localhost:4318", insecure: true}},
-		{"http://collector:4318", endpoint{hostPort: "collector:4318", insecure: true}},
-		{"https://collector:4318/otlp/", endpoint{hostPort: "collector:4318", basePath: "/otlp"}},
-	} {
-		got, err := parseEndpoint(tc.in)
-		if err != nil || got != tc.want {
-			t.Errorf("parseEndpoint(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"", "grpc://collector:4317", "localhost:4318/v1", "http://"} {
-		if got, err := parseEndpoint(bad); err == nil {
-			t.Errorf("parseEndpoint(%q) = %+v, want an error", bad, got)
-		}
-	}
-}
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib"
+)
 
 func TestTheDefaultsDescribeTheDemoEvaluation(t *testing.T) {
 	cfg := testConfig(t)
 	if cfg.runKey != "demo-eval" || cfg.runID != "" || cfg.episodes != 50 || cfg.rolloutsPerExample != 2 ||
 		cfg.errorRate != 0.1 || cfg.episodeBytes != 2000 || cfg.batch != 50 || !cfg.summary || cfg.jsonBody ||
-		cfg.framework != "verifiers" || cfg.status != statusCompleted || len(cfg.environments) != 2 ||
-		cfg.endpoint.hostPort != "localhost:4318" || len(cfg.tags) != 0 {
+		cfg.framework != "verifiers" || cfg.Status != trainerlib.StatusCompleted || len(cfg.environments) != 2 ||
+		cfg.Endpoint.HostPort != "localhost:4318" || len(cfg.tags) != 0 {
 		t.Fatalf("defaults = %+v", cfg)
 	}
 }
@@ -70,8 +51,8 @@ func TestTheIdentityIsAKeyOrAnEvaluationID(t *testing.T) {
 			if cfg.runKey != tc.wantKey || cfg.runID != tc.wantID {
 				t.Fatalf("key %q, id %q; want %q, %q", cfg.runKey, cfg.runID, tc.wantKey, tc.wantID)
 			}
-			if want := tc.env["OTEL_EXPORTER_OTLP_ENDPOINT"]; want != "" && cfg.endpoint.String() != want {
-				t.Fatalf("endpoint %s, want %s", cfg.endpoint, want)
+			if want := tc.env["OTEL_EXPORTER_OTLP_ENDPOINT"]; want != "" && cfg.Endpoint.String() != want {
+				t.Fatalf("endpoint %s, want %s", cfg.Endpoint, want)
 			}
 		})
 	}
@@ -102,7 +83,7 @@ func TestBadFlagsAreUsageErrorsNamingTheFlag(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseConfig(tc.args, new(bytes.Buffer), noEnv)
-			var usage usageError
+			var usage trainerlib.UsageError
 			if !errors.As(err, &usage) {
 				t.Fatalf("err = %v, want a usage error", err)
 			}
@@ -113,22 +94,6 @@ func TestBadFlagsAreUsageErrorsNamingTheFlag(t *testing.T) {
 	}
 	if _, err := parseConfig([]string{"-h"}, new(bytes.Buffer), noEnv); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: err = %v, want flag.ErrHelp", err)
-	}
-}
-
-func TestAStatusOtherThanCompletedGetsAReason(t *testing.T) {
-	for _, tc := range []struct{ status, reason, want string }{
-		{"completed", "", ""},
-		{"none", "", ""},
-		{"failed", "", "evalrunner: simulated failed evaluation"},
-		{"crashed", "segfault", "segfault"},
-	} {
-		t.Run(tc.status, func(t *testing.T) {
-			cfg := testConfig(t, "-status", tc.status, "-error", tc.reason)
-			if cfg.errorReason != tc.want {
-				t.Fatalf("reason %q, want %q", cfg.errorReason, tc.want)
-			}
-		})
 	}
 }
 

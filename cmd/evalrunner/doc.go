@@ -11,8 +11,9 @@
 //   - a prime.metrics event with the user's summary keys;
 //   - a closing prime.run.end event.
 //
-// It mirrors cmd/demotrainer, and favours determinism over realism the same
-// way:
+// It shares its flags, OTLP set-up, events and close-out with cmd/demotrainer
+// through cmd/internal/trainerlib, and favours determinism over realism the
+// same way:
 //
 //   - Everything except record timestamps derives from the flags and -seed:
 //     the same command line always sends the same documents, in the same

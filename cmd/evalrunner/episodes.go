@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib"
 )
 
 // evaluation is everything the run's documents derive from: the plan of its
@@ -66,15 +68,15 @@ const (
 func planEvaluation(cfg config) evaluation {
 	identity := fnv.New64a()
 	identity.Write([]byte(cfg.runKey + "\x00" + cfg.runID))
-	ids := rand.New(rand.NewPCG(cfg.seed, identity.Sum64()))
-	outcomes := rand.New(rand.NewPCG(cfg.seed, 0x6576616c)) // "eval"
+	ids := rand.New(rand.NewPCG(cfg.Seed, identity.Sum64()))
+	outcomes := rand.New(rand.NewPCG(cfg.Seed, 0x6576616c)) // "eval"
 
 	ev := evaluation{
 		runnerID:     uuid(ids),
 		runnerName:   cfg.name,
 		model:        cfg.model,
 		contentBytes: cfg.episodeBytes,
-		seed:         cfg.seed,
+		seed:         cfg.Seed,
 	}
 	failed := map[int]bool{}
 	for _, i := range outcomes.Perm(cfg.episodes)[:int(math.Round(cfg.errorRate*float64(cfg.episodes)))] {
@@ -92,7 +94,7 @@ func planEvaluation(cfg config) evaluation {
 				a: a, b: b, given: a * b,
 				correct:      outcomes.Float64() < pCorrect,
 				ok:           !failed[index],
-				judgeLatency: roundTo(0.2+1.3*outcomes.Float64(), 3),
+				judgeLatency: trainerlib.RoundTo(0.2+1.3*outcomes.Float64(), 3),
 				id:           hexID(ids),
 				traceID:      hexID(ids),
 				groupID:      group,
@@ -125,30 +127,13 @@ func (e episodeSpec) reward() float64 {
 	return s * 1.0
 }
 
-// Derived names of the configured environment: `primeintellect/vf-math@v3`
-// is the document's env {id: primeintellect/vf-math, name: vf-math}.
-func envSlug(env string) string {
-	if i := strings.LastIndex(env, "@"); i > 0 {
-		return env[:i]
-	}
-	return env
-}
-
-func envShortName(env string) string {
-	env = envSlug(env)
-	if i := strings.LastIndex(env, "/"); i >= 0 {
-		env = env[i+1:]
-	}
-	return env
-}
-
 // document is episode i as verifiers' Episode.to_record() writes it
 // (episodes-native.md): the fixture's shape, one trace whose nodes fork into
 // two branches, for an eval run (run.type eval, no run.work, no advantages).
 func (ev evaluation) document(i int) object {
 	e := ev.episodes[i]
 	s := e.start
-	at := func(d float64) float64 { return roundTo(s+d, 3) }
+	at := func(d float64) float64 { return trainerlib.RoundTo(s+d, 3) }
 	question := fmt.Sprintf("What is %d*%d?", e.a, e.b)
 	answer := strconv.Itoa(e.given)
 
@@ -165,7 +150,7 @@ func (ev evaluation) document(i int) object {
 	}
 	fixed += 1 + len(answer)
 	r := rand.New(rand.NewPCG(ev.seed, uint64(i)))
-	contents[2] += filler(r, max(0, ev.contentBytes-fixed)) + " " + answer
+	contents[2] += trainerlib.Filler(r, strings.Fields(fillerVocabulary), max(0, ev.contentBytes-fixed)) + " " + answer
 
 	data := obj(
 		"idx", e.example,
@@ -276,7 +261,7 @@ func (ev evaluation) document(i int) object {
 	}
 	return obj(
 		"id", e.id,
-		"env", obj("id", envSlug(e.env), "name", envShortName(e.env)),
+		"env", obj("id", trainerlib.EnvSlug(e.env), "name", trainerlib.EnvShortName(e.env)),
 		"task", task,
 		"group", obj("id", e.groupID),
 		"run", run,
@@ -286,29 +271,10 @@ func (ev evaluation) document(i int) object {
 	)
 }
 
-// fillerWords make up the deterministic padding of a long answer.
-var fillerWords = strings.Fields("first we note that the product is a sum of equal parts so adding them gives " +
+// fillerVocabulary makes up the deterministic padding of a long answer.
+const fillerVocabulary = "first we note that the product is a sum of equal parts so adding them gives " +
 	"count check again carefully each row holds more step then result number careful " +
-	"reasoning keeps arithmetic honest and simple")
-
-// filler returns exactly n bytes of words, starting with a space so it can
-// follow a sentence.
-func filler(r *rand.Rand, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.Grow(n + 16)
-	for b.Len() < n {
-		b.WriteByte(' ')
-		b.WriteString(fillerWords[r.IntN(len(fillerWords))])
-	}
-	s := b.String()[:n]
-	if strings.HasSuffix(s, " ") {
-		s = s[:n-1] + "."
-	}
-	return s
-}
+	"reasoning keeps arithmetic honest and simple"
 
 // hexID is a 32-hex-digit id, as verifiers writes episode and trace ids.
 func hexID(r *rand.Rand) string {
@@ -321,11 +287,4 @@ func uuid(r *rand.Rand) string {
 	hi = hi&^0xf000 | 0x4000
 	lo = lo&^(0xc<<60) | 0x8<<60
 	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", hi>>32, hi>>16&0xffff, hi&0xffff, lo>>48, lo&0xffffffffffff)
-}
-
-// roundTo rounds x to the given number of decimals, so values print in
-// short form.
-func roundTo(x float64, decimals int) float64 {
-	scale := math.Pow10(decimals)
-	return math.Round(x*scale) / scale
 }

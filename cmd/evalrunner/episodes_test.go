@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib"
 )
 
 // fixturePath is the verifiers episode fixture the exporter's projection is
@@ -409,7 +411,7 @@ func TestTheUserSummaryHasAnAvgMetricsName(t *testing.T) {
 			}
 		}
 	}
-	if s[0].value != 5 || s[1].value != roundTo(float64(correct)/10, 6) || math.Abs(s[2].value.(float64)-latency/8) > 1e-6 {
+	if s[0].value != 5 || s[1].value != trainerlib.RoundTo(float64(correct)/10, 6) || math.Abs(s[2].value.(float64)-latency/8) > 1e-6 {
 		t.Fatalf("summary %v; want 5 examples, accuracy %v, latency %v", s, float64(correct)/10, latency/8)
 	}
 	if got := userSummary(nil); len(got) != 1 || got[0].value != 0 {

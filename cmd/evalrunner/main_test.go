@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,36 +14,24 @@ import (
 	"time"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib"
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib/otlptest"
 )
 
 // runEval runs the whole program against c with quick defaults plus args.
-func runEval(t *testing.T, c *fakeCollector, args ...string) (string, error) {
+func runEval(t *testing.T, c *otlptest.Collector, args ...string) (string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	all := append([]string{"-endpoint", c.URL, "-episodes", "6", "-export-timeout", "2s"}, args...)
-	err := run(context.Background(), all, &stdout, &stderr, noEnv)
+	err := trainerlib.Execute(context.Background(), all, &stdout, &stderr, noEnv, parseConfig, run)
 	return stdout.String(), err
-}
-
-func recordAttrs(r *logspb.LogRecord) map[string]*commonpb.AnyValue {
-	return attrMap(r.GetAttributes())
 }
 
 func stringArray(v *commonpb.AnyValue) []string {
 	out := []string{}
 	for _, e := range v.GetArrayValue().GetValues() {
 		out = append(out, e.GetStringValue())
-	}
-	return out
-}
-
-func byEvent(records []*logspb.LogRecord, name string) []*logspb.LogRecord {
-	var out []*logspb.LogRecord
-	for _, r := range records {
-		if r.GetEventName() == name {
-			out = append(out, r)
-		}
 	}
 	return out
 }
@@ -88,11 +75,11 @@ func TestEveryRequestCarriesTheEvaluationsResource(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newFakeCollector(t, 0)
+			c := otlptest.NewCollector(t, 0)
 			if _, err := runEval(t, c, tc.args...); err != nil {
 				t.Fatal(err)
 			}
-			resources := c.resources()
+			resources := c.Resources()
 			if len(resources) == 0 {
 				t.Fatal("nothing received")
 			}
@@ -149,12 +136,12 @@ func TestEveryEpisodeArrivesAsItsNativeDocument(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newFakeCollector(t, 0)
+			c := otlptest.NewCollector(t, 0)
 			if _, err := runEval(t, c, append([]string{"-episodes", "5", "-batch", "2", "-error-rate", "0.4"}, tc.args...)...); err != nil {
 				t.Fatal(err)
 			}
 			ev := planEvaluation(testConfig(t, append([]string{"-episodes", "5", "-error-rate", "0.4"}, tc.args...)...))
-			episodes := byEvent(c.records(), eventEpisode)
+			episodes := otlptest.ByEvent(c.Records(), trainerlib.EventEpisode)
 			if len(episodes) != 5 {
 				t.Fatalf("%d prime.episode records, want 5", len(episodes))
 			}
@@ -189,27 +176,27 @@ func TestTheRunEndsWithTheSummaryAndTheEndEvent(t *testing.T) {
 		{"no summary", []string{"-summary=false"}, false, "completed", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newFakeCollector(t, 0)
+			c := otlptest.NewCollector(t, 0)
 			if _, err := runEval(t, c, tc.args...); err != nil {
 				t.Fatal(err)
 			}
-			records := c.records()
+			records := c.Records()
 			var names []string
 			for _, r := range records {
 				names = append(names, r.GetEventName())
 			}
-			want := slices.Repeat([]string{eventEpisode}, 6)
+			want := slices.Repeat([]string{trainerlib.EventEpisode}, 6)
 			if tc.wantSummary {
-				want = append(want, eventMetrics)
+				want = append(want, trainerlib.EventMetrics)
 			}
 			if tc.wantStatus != "" {
-				want = append(want, eventRunEnd)
+				want = append(want, trainerlib.EventRunEnd)
 			}
 			if !slices.Equal(names, want) {
 				t.Fatalf("records %q, want %q", names, want)
 			}
 			if tc.wantSummary {
-				summary := byEvent(records, eventMetrics)[0]
+				summary := otlptest.ByEvent(records, trainerlib.EventMetrics)[0]
 				var keys []string
 				for _, kv := range summary.GetBody().GetKvlistValue().GetValues() {
 					keys = append(keys, kv.GetKey())
@@ -224,23 +211,13 @@ func TestTheRunEndsWithTheSummaryAndTheEndEvent(t *testing.T) {
 			if tc.wantStatus == "" {
 				return
 			}
-			attrs := recordAttrs(records[len(records)-1])
-			if got := attrs["prime.run.status"].GetStringValue(); got != tc.wantStatus {
-				t.Errorf("prime.run.status = %q, want %q", got, tc.wantStatus)
-			}
-			reason, hasReason := attrs["prime.run.error"]
-			if tc.wantError == "" && hasReason {
-				t.Errorf("prime.run.error = %v on a completed evaluation", reason)
-			}
-			if got := reason.GetStringValue(); got != tc.wantError {
-				t.Errorf("prime.run.error = %q, want %q", got, tc.wantError)
-			}
+			otlptest.CheckRunEnd(t, records[len(records)-1], tc.wantStatus, tc.wantError)
 		})
 	}
 }
 
 func TestTheManifestListsWhatWasSent(t *testing.T) {
-	c := newFakeCollector(t, 0)
+	c := otlptest.NewCollector(t, 0)
 	path := filepath.Join(t.TempDir(), "manifest.json")
 	out, err := runEval(t, c, "-episodes", "7", "-rollouts-per-example", "3", "-error-rate", "0.3", "-manifest", path)
 	if err != nil {
@@ -254,8 +231,8 @@ func TestTheManifestListsWhatWasSent(t *testing.T) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
-	records := c.records()
-	episodes := byEvent(records, eventEpisode)
+	records := c.Records()
+	episodes := otlptest.ByEvent(records, trainerlib.EventEpisode)
 	if len(m.Episodes) != len(episodes) {
 		t.Fatalf("manifest lists %d episodes, the collector got %d", len(m.Episodes), len(episodes))
 	}
@@ -284,7 +261,7 @@ func TestTheManifestListsWhatWasSent(t *testing.T) {
 	if m.RunKey != "demo-eval" || m.RunID != "" || m.Status != "completed" || m.RunnerID == "" || len(m.Environments) != 2 {
 		t.Errorf("manifest header %+v", m)
 	}
-	summary := byEvent(records, eventMetrics)[0].GetBody().GetKvlistValue().GetValues()
+	summary := otlptest.ByEvent(records, trainerlib.EventMetrics)[0].GetBody().GetKvlistValue().GetValues()
 	if len(m.Summary) != len(summary) {
 		t.Errorf("manifest summary %v, sent %v", m.Summary, summary)
 	}
@@ -308,84 +285,65 @@ func TestTheManifestListsWhatWasSent(t *testing.T) {
 }
 
 func TestLargeEpisodesAreSplitIntoRequestsUnderTheBudget(t *testing.T) {
-	c := newFakeCollector(t, 0)
+	c := otlptest.NewCollector(t, 0)
 	if _, err := runEval(t, c, "-episodes", "6", "-episode-bytes", "3000000", "-export-timeout", "20s"); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(byEvent(c.records(), eventEpisode)); got != 6 {
+	if got := len(otlptest.ByEvent(c.Records(), trainerlib.EventEpisode)); got != 6 {
 		t.Fatalf("%d episodes arrived, want 6", got)
 	}
 	// 5 episodes fit the 16 MiB budget: two requests of episodes, and the
 	// summary and the end in a third.
-	if n := c.requestCount(); n != 3 {
+	if n := c.Requests(); n != 3 {
 		t.Fatalf("%d requests, want 3", n)
 	}
-	if c.maxRequest() > maxRequestBytes {
-		t.Fatalf("a request of %d bytes, over the %d budget", c.maxRequest(), maxRequestBytes)
+	if c.LargestRequest() > maxRequestBytes {
+		t.Fatalf("a request of %d bytes, over the %d budget", c.LargestRequest(), maxRequestBytes)
 	}
 }
 
-func TestARejectedExportFailsTheRunNamingTheBatch(t *testing.T) {
-	// With -batch 4, the processor sends each batch on its own as soon as
-	// it is queued; the flush after it must still report the failure.
-	c := newFakeCollector(t, http.StatusBadRequest)
-	out, err := runEval(t, c, "-batch", "4")
-	var exportErr *exportError
-	if !errors.As(err, &exportErr) {
-		t.Fatalf("err = %v, want an export error", err)
-	}
-	if !strings.Contains(err.Error(), "episode 4") || !strings.Contains(err.Error(), "400") {
-		t.Errorf("error %q does not name episode 4 and the 400", err)
-	}
-	if out != "" {
-		t.Errorf("printed a summary %q for a failed run", out)
-	}
-}
-
-func TestAnUnreachableCollectorFailsTheRun(t *testing.T) {
-	c := newFakeCollector(t, 0)
-	c.Close()
-	if _, err := runEval(t, c); err == nil {
-		t.Fatal("a run against a closed port succeeded")
-	}
+// With -batch 4, the processor sends each batch on its own as soon as it is
+// queued; the flush after it must still report the failure.
+func TestAFailedDeliveryFailsTheRunNamingTheBatch(t *testing.T) {
+	otlptest.CheckFailedDelivery(t, func(c *otlptest.Collector) (string, error) { return runEval(t, c, "-batch", "4") }, "episode 4")
 }
 
 func TestAnInterruptedEvaluationEndsAsCancelled(t *testing.T) {
-	c := newFakeCollector(t, 0)
+	c := otlptest.NewCollector(t, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg, err := parseConfig([]string{"-endpoint", c.URL, "-episodes", "10", "-batch", "3", "-export-timeout", "2s"}, new(bytes.Buffer), noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel, err := newTelemetry(ctx, cfg, &errorSink{})
+	tel, err := newTelemetry(ctx, cfg, &trainerlib.ErrorSink{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runner{
-		cfg: cfg, eval: planEvaluation(cfg), flush: tel.flush,
-		events: events{logger: tel.loggers.Logger(instrumentationScope), now: time.Now},
+	r := runner{cfg: cfg, eval: planEvaluation(cfg), play: trainerlib.Play{
+		Events: trainerlib.Events{Logger: tel.logs.Provider.Logger(instrumentationScope), Now: time.Now, StampObserved: true},
+		Flush:  tel.flush,
 		// The interrupt arrives while waiting after the second batch.
-		sleep: func(ctx context.Context, _ time.Duration) error {
-			if len(byEvent(c.records(), eventEpisode)) == 6 {
+		Sleep: func(ctx context.Context, _ time.Duration) error {
+			if len(otlptest.ByEvent(c.Records(), trainerlib.EventEpisode)) == 6 {
 				cancel()
 			}
 			return ctx.Err()
 		},
-	}
+	}}
 	out, err := r.run(ctx)
-	if shutErr := tel.shutdown(context.Background()); shutErr != nil {
+	if shutErr := tel.logs.Provider.Shutdown(context.Background()); shutErr != nil {
 		t.Fatal(shutErr)
 	}
-	if !errors.Is(err, context.Canceled) || len(out.sent) != 6 || out.status != statusCancelled {
+	if !errors.Is(err, context.Canceled) || len(out.sent) != 6 || out.status != trainerlib.StatusCancelled {
 		t.Fatalf("run = %d sent, %s, %v; want 6 sent, cancelled, context.Canceled", len(out.sent), out.status, err)
 	}
-	records := c.records()
+	records := c.Records()
 	last := records[len(records)-1]
-	if last.GetEventName() != eventRunEnd || recordAttrs(last)["prime.run.status"].GetStringValue() != statusCancelled {
-		t.Fatalf("last record %q %v, want prime.run.end cancelled", last.GetEventName(), recordAttrs(last))
+	if last.GetEventName() != trainerlib.EventRunEnd || otlptest.RecordAttrs(last)["prime.run.status"].GetStringValue() != trainerlib.StatusCancelled {
+		t.Fatalf("last record %q %v, want prime.run.end cancelled", last.GetEventName(), otlptest.RecordAttrs(last))
 	}
-	if got := len(byEvent(records, eventMetrics)); got != 1 {
+	if got := len(otlptest.ByEvent(records, trainerlib.EventMetrics)); got != 1 {
 		t.Fatalf("%d summary events, want the summary of what was sent", got)
 	}
 }

@@ -3,19 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
+
+	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib"
 )
 
 // runner plays the evaluation: its episodes in batches, each batch flushed;
 // then the summary event and prime.run.end, flushed.
 type runner struct {
-	cfg    config
-	eval   evaluation
-	events events
-	// flush exports everything recorded so far and reports any failure.
-	flush func(context.Context) error
-	// sleep waits between batches; it returns early with ctx's error.
-	sleep func(context.Context, time.Duration) error
+	cfg  config
+	eval evaluation
+	play trainerlib.Play
 }
 
 // outcome is what a run sent, for the summary line and the manifest.
@@ -43,24 +40,24 @@ type sentEpisode struct {
 // fails with the interrupt. Telemetry recorded before an error is flushed by
 // the caller's shutdown.
 func (r *runner) run(ctx context.Context) (outcome, error) {
-	out := outcome{status: r.cfg.status}
+	out := outcome{status: r.cfg.Status}
 	var interrupted error
 	for i, e := range r.eval.episodes {
 		if i > 0 && i%r.cfg.batch == 0 {
-			if err := r.sleep(ctx, r.cfg.batchDelay); err != nil {
+			if err := r.play.Sleep(ctx, r.cfg.batchDelay); err != nil {
 				interrupted = fmt.Errorf("interrupted after %d episodes: %w", i, err)
 				break
 			}
 		}
 		doc := r.eval.document(i)
-		r.events.episode(ctx, doc, r.cfg.jsonBody)
+		r.play.Events.Emit(ctx, trainerlib.EventEpisode, episodeBody(doc, r.cfg.jsonBody))
 		out.sent = append(out.sent, sentEpisode{
-			ID: e.id, Env: envSlug(e.env), ExampleIdx: e.example, Rollout: e.rollout,
+			ID: e.id, Env: trainerlib.EnvSlug(e.env), ExampleIdx: e.example, Rollout: e.rollout,
 			Reward: e.reward(), OK: e.ok, Bytes: len(jsonText(doc)),
 		})
 		if (i+1)%r.cfg.batch == 0 || i+1 == len(r.eval.episodes) {
-			if err := r.flush(ctx); err != nil {
-				return out, &exportError{during: fmt.Sprintf("flush after episode %d", i+1), err: err}
+			if err := r.play.FlushAfter(ctx, fmt.Sprintf("flush after episode %d", i+1)); err != nil {
+				return out, err
 			}
 		}
 	}
@@ -71,17 +68,12 @@ func (r *runner) run(ctx context.Context) (outcome, error) {
 	endCtx := context.WithoutCancel(ctx)
 	if r.cfg.summary {
 		out.summary = userSummary(r.eval.episodes[:len(out.sent)])
-		r.events.summary(endCtx, out.summary)
+		r.play.Events.Emit(endCtx, trainerlib.EventMetrics, summaryBody(out.summary))
 	}
-	reason := r.cfg.errorReason
-	if interrupted != nil && out.status != statusNone {
-		out.status, reason = statusCancelled, interrupted.Error()
-	}
-	if out.status != statusNone {
-		r.events.runEnd(endCtx, out.status, reason)
-	}
-	if err := r.flush(endCtx); err != nil {
-		return out, &exportError{during: "flush at the end of the evaluation", err: err}
+	var err error
+	out.status, err = r.play.End(endCtx, out.status, r.cfg.ErrorReason, interrupted, "flush at the end of the evaluation")
+	if err != nil {
+		return out, err
 	}
 	return out, interrupted
 }
@@ -112,23 +104,10 @@ func userSummary(sent []episodeSpec) []summaryValue {
 	}
 	s := []summaryValue{{"num_examples", len(examples)}}
 	if len(sent) > 0 {
-		s = append(s, summaryValue{"accuracy", roundTo(float64(correct)/float64(len(sent)), 6)})
+		s = append(s, summaryValue{"accuracy", trainerlib.RoundTo(float64(correct)/float64(len(sent)), 6)})
 	}
 	if ok > 0 {
-		s = append(s, summaryValue{"avg_metrics/judge_latency", roundTo(latency/float64(ok), 6)})
+		s = append(s, summaryValue{"avg_metrics/judge_latency", trainerlib.RoundTo(latency/float64(ok), 6)})
 	}
 	return s
-}
-
-// sleepContext waits for d or until ctx is done.
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	select {
-	case <-time.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
