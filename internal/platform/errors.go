@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/primeintellect/primeexporter/internal/outage"
+	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -78,6 +79,16 @@ func watched(w *outage.Watch, call func() error) error {
 		w.Failed(rerr.Op, begun, err)
 	}
 	return err
+}
+
+// RejectReason is the reason refused data is counted under: unauthorized
+// when the key itself was refused (the request that trips the 401 guard,
+// as every one after it), else the caller's reason for the route.
+func RejectReason(err error, otherwise reject.Reason) reject.Reason {
+	if KeyRefused(err) {
+		return reject.Unauthorized
+	}
+	return otherwise
 }
 
 // KeyRefused reports the platform's refusal of the API key (401), as the

@@ -157,7 +157,7 @@ func (l Lease) postRow(ctx context.Context, signal string, row stepmetrics.Row, 
 		return nil
 	case platform.Permanent(err):
 		g.Tel.Post("rejected")
-		g.Tel.Reject(signal, reject.PlatformRejected, n)
+		g.Tel.Reject(signal, platform.RejectReason(err, reject.PlatformRejected), n)
 		msg, key := "The platform refused a step's metrics: they are dropped", zap.Int64("step", row.Step)
 		if row.TimeKeyed() {
 			msg, key = "The platform refused a time row's metrics: they are dropped", zap.Time("time", row.Time.AsTime())

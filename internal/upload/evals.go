@@ -96,7 +96,7 @@ func (u *Uploader) UploadSamples(ctx context.Context, l Ledger, evals platform.E
 				"An append of evaluation samples lost its answer: they may be stored or lost, and are not sent again, since a replay could store them twice",
 				zap.String("reason", string(reject.SamplesUncertain)), zap.Int("samples", len(part)), zap.Error(err))
 		case platform.Permanent(err):
-			u.reject(l, reject.UploadRejected, len(part), "samples\x00"+l.ID()+"\x00"+platform.Class(err),
+			u.reject(l, platform.RejectReason(err, reject.UploadRejected), len(part), "samples\x00"+l.ID()+"\x00"+platform.Class(err),
 				"The platform refused a batch of evaluation samples: they are dropped", zap.Int("samples", len(part)), zap.Error(err))
 			continue
 		default:

@@ -298,7 +298,7 @@ func (u *Uploader) Upload(ctx context.Context, l Ledger, b *Batch) (map[Loc]bool
 			switch {
 			case err == nil:
 			case platform.Permanent(err):
-				u.reject(l, reject.UploadRejected, len(part), "upload\x00"+l.ID()+"\x00"+platform.Class(err),
+				u.reject(l, platform.RejectReason(err, reject.UploadRejected), len(part), "upload\x00"+l.ID()+"\x00"+platform.Class(err),
 					"The platform refused a step's sample object: its episodes are dropped", zap.Int64("step", step), zap.Int("episodes", len(part)), zap.Error(err))
 			default:
 				fail(part, err)
