@@ -11,8 +11,8 @@ type Play struct {
 	Events Events
 	// Flush exports everything recorded so far and reports any failure.
 	Flush func(context.Context) error
-	// Sleep waits between steps or batches; it returns early with ctx's
-	// error. Sleep (the function) in production, a fake in tests.
+	// Sleep waits between steps or batches and returns early with ctx's
+	// error: the package's Sleep, or a test's interrupt.
 	Sleep func(context.Context, time.Duration) error
 }
 
