@@ -2,12 +2,16 @@
 // onto the platform, exactly once and resumably.
 //
 //	prime-sync [flags] PATH...
+//	prime-sync report PATH...
 //
 // Each PATH is a run directory (one holding run.json) or a directory of
 // them (the exporter's offline directory). The API key is read from
 // PRIME_API_KEY only: a flag would show in ps. Exit status: 0 when
 // everything was synced (or there was nothing to do), 1 when something is
 // left to sync (run it again), 2 on a usage or configuration error.
+//
+// prime-sync report writes each run's report page (report.html, beside the
+// run) and sends nothing.
 package main
 
 import (
@@ -39,6 +43,9 @@ const (
 
 // run is the whole program; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string, terminal bool) int {
+	if len(args) > 0 && args[0] == "report" {
+		return reportCommand(args[1:], stdout, stderr)
+	}
 	cfg, err := parseConfig(args, stderr, getenv)
 	switch {
 	case errors.Is(err, flag.ErrHelp):

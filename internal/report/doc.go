@@ -1,0 +1,36 @@
+// Package report writes a run's report page: one self-contained HTML file
+// (report.html, beside the run) that shows an offline run with no server
+// and no network. prime-sync report is its command.
+//
+// Decisions, and why:
+//
+//   - One file, everything inside. The page must open from a laptop's
+//     disk, an air-gapped cluster's, or an attachment: the chart library
+//     (uPlot, vendored in assets/ with its licence and version), the page's
+//     own script and style, and the run's data are embedded. The data is a
+//     JSON document in a script element of type application/json, written
+//     by encoding/json, which escapes <, > and &, so no run text can end
+//     the element; the page puts text in with textContent only.
+//
+//   - What the directory holds, as it holds it. The header is run.json
+//     (or evaluation.json) and sync.json; the curves are metrics.jsonl, one
+//     post per line, posts of one step merged as the platform merges them
+//     (a later value of a key wins); the samples are the step's Parquet
+//     objects read back with arrow-go, the reader prime-sync already links,
+//     as one table in sample_id order. The exporter never writes a
+//     non-finite value, but a file another writer made may hold null, a
+//     string or Python's NaN: such a value is not plotted, and its chart
+//     marks where it was and counts it.
+//
+//   - Thinning, so that a big run opens fast. A series of more than
+//     MaxPoints points is cut into MaxPoints/2 buckets of consecutive
+//     points, and each bucket gives its minimum and its maximum, in step
+//     order (thin.go). A spike survives, which an average or a stride
+//     would lose, and the line a chart of a few hundred pixels draws is the
+//     one the whole series would. Each chart says how many points the run
+//     holds and how many it plots. Charts are drawn when they scroll into
+//     view, so a page of 500 metrics draws the few on screen first.
+//
+//   - Sample text is cut at MaxCellBytes a cell, saying so, so that one
+//     run of long chats does not make a page no browser opens.
+package report
