@@ -174,7 +174,7 @@ func TestAFullDiskIsARecoverableErrorStatusAndLosesNothingOnceSpaceComesBack(t *
 	assert.Contains(t, first.logText(), "directory=/var/lib/otelcol/prime")
 
 	// Space comes back: the next write takes what waited (the status
-	// clears after writes have gone through for a while: store_backlog_test.go).
+	// clears after writes have gone through for a while: internal/runstore/extension_backlog_test.go).
 	rs.storage.client.Free()
 	require.NoError(t, first.exp.pushLogs(ctx, events(trainRun("full"), episode(20, "b"))))
 	crash(first)
