@@ -19,7 +19,7 @@ const arenaChunk = 1 << 20
 // go back to their ArenaPool on Release, for the next push's rows. At 2 KB
 // episodes a trajectory was one allocation of about 5 KB per row, most of
 // what the exporter allocated; writing them into reused chunks took about
-// 8 % off the collector's CPU per episode (docs/performance.md).
+// 8 % off the collector's CPU per episode (docs/performance-history.md).
 //
 // Release ends the texts: the chunks are written over by later rows, so
 // nothing may keep a row's text past it. In a -race build, which the test
