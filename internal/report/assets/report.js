@@ -20,6 +20,13 @@
     return v == null ? "" : String(Number(v.toPrecision(6)));
   }
 
+  // tick labels that stay apart for small values (a learning rate of 1e-6)
+  function tick(v) {
+    if (v === 0) return "0";
+    const a = Math.abs(v);
+    return a < 1e-3 || a >= 1e6 ? v.toExponential(1) : String(Number(v.toPrecision(4)));
+  }
+
   // ---- metric curves ----
   const drawn = [];
 
@@ -60,6 +67,7 @@
         { label: time ? "time" : "step", value: time ? "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" : (u, v) => v == null ? "" : String(v) },
         { label: "value", stroke: "#2563eb", width: 1.25, points: { show: c.x.length <= 60 }, value: (u, v) => num(v) },
       ],
+      axes: [{}, { size: 56, values: (u, splits) => splits.map(tick) }],
       hooks: { draw: [(u) => markDropped(u, c)] },
     };
     if (c.dropped && c.dropped.length) {
