@@ -108,6 +108,13 @@ ensure_redis() {
   apt_install "command -v redis-server" redis-server
 }
 
+# promtool (Debian's prometheus package, 2.42) checks deploy/monitoring's alert
+# rules and runs their unit tests (deploy/monitoring_test.go), which fail
+# without it. Only the tool is wanted: the package's service is not started.
+ensure_promtool() {
+  apt_install "command -v promtool" prometheus
+}
+
 # Debian's python3 with venv and wheel: what the python/ package's tests and
 # its no-network install (pip --no-build-isolation) need.
 PYTHON3=/usr/bin/python3
