@@ -37,8 +37,8 @@ func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lea
 			switch name := eventName(lr); name {
 			case eventMetrics:
 				entries, rejected, coerced := stepmetrics.SummaryValues(lr.Attributes(), lr.Body())
-				e.rejectPoints(b, l, runs.SignalLogs, rejected)
-				e.coercePoints(runs.SignalLogs, coerced)
+				e.rejectPoints(b, l, reject.SignalLogs, rejected)
+				e.coercePoints(reject.SignalLogs, coerced)
 				for _, en := range entries {
 					sum.Set(en.Key, en.Value)
 				}
@@ -73,7 +73,7 @@ func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lea
 			case eventRunStart:
 				// Acquiring the evaluation was its work.
 			default:
-				e.tel.Skip(runs.SignalLogs, reject.NotAnEvent, 1)
+				e.tel.Skip(reject.SignalLogs, reject.NotAnEvent, 1)
 				if strings.HasPrefix(name, "prime.") {
 					b.warn.Warn("event\x00"+name, "Ignored a log record with an unknown prime.* event name", zap.String("event_name", name), zap.String("evaluation_id", l.ID()))
 				}
@@ -158,7 +158,7 @@ func (e *primeExporter) rejectSample(b *backend, l runs.Lease, err error) {
 	if rej, ok := errors.AsType[*reject.Rejection](err); ok {
 		reason = rej.Reason
 	}
-	e.tel.Reject(runs.SignalLogs, reason, 1)
+	e.tel.Reject(reject.SignalLogs, reason, 1)
 	l.Count("episodes_rejected", 1)
 	b.warn.Warn("sample\x00"+l.ID()+"\x00"+string(reason), "Rejected a prime.episode record of an evaluation that cannot become a sample",
 		zap.String("evaluation_id", l.ID()), zap.String("reason", string(reason)), zap.Error(err))
@@ -169,8 +169,8 @@ func (e *primeExporter) rejectSample(b *backend, l runs.Lease, err error) {
 func (e *primeExporter) pushEvalMetrics(b *backend, l runs.Lease, rm pmetric.ResourceMetrics, opts stepmetrics.Options) {
 	opts.Stepless = true
 	entries, rejected, coerced := stepmetrics.FromResource(rm, opts)
-	e.rejectPoints(b, l, runs.SignalMetrics, rejected)
-	e.coercePoints(runs.SignalMetrics, coerced)
+	e.rejectPoints(b, l, reject.SignalMetrics, rejected)
+	e.coercePoints(reject.SignalMetrics, coerced)
 	sum := l.Summary()
 	for _, en := range entries {
 		sum.Set(en.Key, en.Value)

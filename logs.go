@@ -51,7 +51,7 @@ func eventName(lr plog.LogRecord) string {
 // sent; prime.run.start only makes the run; records with no known event
 // are ignored and counted.
 func (e *primeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
-	b, err := e.backendFor(ctx, runs.SignalLogs, ld.LogRecordCount())
+	b, err := e.backendFor(ctx, reject.SignalLogs, ld.LogRecordCount())
 	if b == nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []
 	for _, rl := range rls {
 		records += logRecordCount(rl)
 	}
-	l, ok, err := acquire(ctx, b.reg, rls, retry.ResourceLogs(), runs.SignalLogs, records)
+	l, ok, err := acquire(ctx, b.reg, rls, retry.ResourceLogs(), reject.SignalLogs, records)
 	if !ok {
 		return err
 	}
@@ -119,7 +119,7 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []
 
 	ev := e.sortEvents(b, l, rls, records)
 	var errs []error
-	failedRows, err := l.PostSteps(ctx, runs.SignalLogs, ev.steps)
+	failedRows, err := l.PostSteps(ctx, reject.SignalLogs, ev.steps)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -162,8 +162,8 @@ func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.Resource
 		switch name := eventName(lr); name {
 		case eventMetrics:
 			entries, rejected, coerced := stepmetrics.FromEvent(lr)
-			e.rejectPoints(b, l, runs.SignalLogs, rejected)
-			e.coercePoints(runs.SignalLogs, coerced)
+			e.rejectPoints(b, l, reject.SignalLogs, rejected)
+			e.coercePoints(reject.SignalLogs, coerced)
 			ev.steps.Add(entries)
 			if len(entries) > 0 { // an event's entries share one row
 				row := entries[0].Row()
@@ -182,7 +182,7 @@ func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.Resource
 		case eventRunStart:
 			// Acquiring the run was its work.
 		default:
-			e.tel.Skip(runs.SignalLogs, reject.NotAnEvent, 1)
+			e.tel.Skip(reject.SignalLogs, reject.NotAnEvent, 1)
 			if strings.HasPrefix(name, "prime.") {
 				b.warn.Warn("event\x00"+name, "Ignored a log record with an unknown prime.* event name", zap.String("event_name", name), zap.String("run_id", l.ID()))
 			}

@@ -21,7 +21,7 @@ import (
 // push goes back unsent: a batch holds many resources of one run, and
 // sending their later steps would put the run's steps out of order.
 func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) error {
-	b, err := e.backendFor(ctx, runs.SignalMetrics, md.DataPointCount())
+	b, err := e.backendFor(ctx, reject.SignalMetrics, md.DataPointCount())
 	if b == nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) err
 // pushResourceMetrics sends one resource's rows, appending to retry what
 // failed.
 func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm pmetric.ResourceMetrics, opts stepmetrics.Options, retry pmetric.Metrics) error {
-	l, ok, err := acquire(ctx, b.reg, []pmetric.ResourceMetrics{rm}, retry.ResourceMetrics(), runs.SignalMetrics, dataPointCount(rm))
+	l, ok, err := acquire(ctx, b.reg, []pmetric.ResourceMetrics{rm}, retry.ResourceMetrics(), reject.SignalMetrics, dataPointCount(rm))
 	if !ok {
 		return err
 	}
@@ -62,11 +62,11 @@ type stepPoster interface {
 // points of the rows that failed.
 func (e *primeExporter) postPoints(ctx context.Context, b *backend, p stepPoster, rm pmetric.ResourceMetrics, opts stepmetrics.Options, retry pmetric.Metrics) error {
 	entries, rejected, coerced := stepmetrics.FromResource(rm, opts)
-	e.rejectPoints(b, p, runs.SignalMetrics, rejected)
-	e.coercePoints(runs.SignalMetrics, coerced)
+	e.rejectPoints(b, p, reject.SignalMetrics, rejected)
+	e.coercePoints(reject.SignalMetrics, coerced)
 	batch := runs.StepBatch{}
 	batch.Add(entries)
-	failed, err := p.PostSteps(ctx, runs.SignalMetrics, batch)
+	failed, err := p.PostSteps(ctx, reject.SignalMetrics, batch)
 	if err != nil {
 		stepmetrics.FilterRows(retry, rm, opts, func(row stepmetrics.Row) bool { return failed[row] })
 	}

@@ -135,3 +135,11 @@ func (r *Rejection) Unwrap() error { return r.Err }
 func New(reason Reason, field, format string, args ...any) *Rejection {
 	return &Rejection{Reason: reason, Field: field, Err: fmt.Errorf(format, args...)}
 }
+
+// Signals, the counters' "signal" attribute beside the reason: here, where
+// every side that counts (the lifecycle, the upload, the push) can name
+// them without importing another.
+const (
+	SignalMetrics = "metrics"
+	SignalLogs    = "logs"
+)

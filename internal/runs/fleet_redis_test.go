@@ -152,7 +152,7 @@ func TestTwoRegistriesOnOneRedisCreateARunOnceForConcurrentFirstData(t *testing.
 			reg = b.reg
 		}
 		wg.Go(func() {
-			l, err := reg.Acquire(ctx, keyedResource("multi-node"), runs.SignalMetrics, 1)
+			l, err := reg.Acquire(ctx, keyedResource("multi-node"), reject.SignalMetrics, 1)
 			if assert.NoError(t, err) {
 				ids[i] = l.ID()
 				l.Release()
@@ -177,7 +177,7 @@ func TestAClaimLeftByACrashedCreatorExpiresAndTheNextCollectorCreates(t *testing
 	require.NoError(t, redisClient(t, srv).Set(ctx, "test:claim:create:key:crashed", "dead-collector", 300*time.Millisecond).Err())
 
 	start := time.Now()
-	l, err := a.reg.Acquire(ctx, keyedResource("crashed"), runs.SignalMetrics, 1)
+	l, err := a.reg.Acquire(ctx, keyedResource("crashed"), reject.SignalMetrics, 1)
 	require.NoError(t, err)
 	l.Release()
 	assert.Equal(t, "run-1", l.ID())
@@ -206,10 +206,10 @@ func TestRangesFromTwoRegistriesForOneRunAndStepNeverCollide(t *testing.T) {
 			if attach {
 				res.Attributes().PutStr(runs.AttrRunID, value)
 			}
-			la, err := a.reg.Acquire(ctx, res, runs.SignalLogs, 1)
+			la, err := a.reg.Acquire(ctx, res, reject.SignalLogs, 1)
 			require.NoError(t, err)
 			defer la.Release()
-			lb, err := b.reg.Acquire(ctx, res, runs.SignalLogs, 1)
+			lb, err := b.reg.Acquire(ctx, res, reject.SignalLogs, 1)
 			require.NoError(t, err)
 			defer lb.Release()
 
@@ -246,17 +246,17 @@ func TestARunEndedThroughOneRegistryIsClosedOutOnceAndTheOtherRefusesItsLaterDat
 	a, b := newNode(t, srv, api), newNode(t, srv, api)
 	ctx := context.Background()
 	for _, c := range []*node{a, b} {
-		l, err := c.reg.Acquire(ctx, keyedResource("ends"), runs.SignalMetrics, 1)
+		l, err := c.reg.Acquire(ctx, keyedResource("ends"), reject.SignalMetrics, 1)
 		require.NoError(t, err)
 		l.Release()
 	}
-	l, err := a.reg.Acquire(ctx, keyedResource("ends"), runs.SignalLogs, 1)
+	l, err := a.reg.Acquire(ctx, keyedResource("ends"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	l.End(runs.End{Status: runs.StatusCompleted})
 	l.Release()
 	require.Eventually(t, func() bool { _, f := api.counts(); return len(f) == 1 }, 5*time.Second, 5*time.Millisecond)
 
-	_, err = b.reg.Acquire(ctx, keyedResource("ends"), runs.SignalMetrics, 3)
+	_, err = b.reg.Acquire(ctx, keyedResource("ends"), reject.SignalMetrics, 3)
 	require.ErrorIs(t, err, runs.ErrSkipped)
 	assert.Equal(t, 3, b.tel.rejected(reject.RunClosed))
 	assert.Equal(t, 1, b.logs.FilterMessageSnippet("Refused data for a run that is already closed out").Len())
@@ -272,7 +272,7 @@ func TestWhileRedisIsDownAcquireIsRetryableAndCreatesNothingThenTheRunIsCreatedO
 	ctx := context.Background()
 
 	srv.Stop()
-	_, err := a.reg.Acquire(ctx, keyedResource("outage"), runs.SignalMetrics, 1)
+	_, err := a.reg.Acquire(ctx, keyedResource("outage"), reject.SignalMetrics, 1)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, runs.ErrSkipped, "the data is not dropped")
 	assert.False(t, consumererror.IsPermanent(err), "the data goes back to the retry")
@@ -282,7 +282,7 @@ func TestWhileRedisIsDownAcquireIsRetryableAndCreatesNothingThenTheRunIsCreatedO
 	assert.Equal(t, 1, a.logs.FilterMessageSnippet("does not answer").Len())
 
 	srv.Start()
-	l, err := a.reg.Acquire(ctx, keyedResource("outage"), runs.SignalMetrics, 1)
+	l, err := a.reg.Acquire(ctx, keyedResource("outage"), reject.SignalMetrics, 1)
 	require.NoError(t, err)
 	l.Release()
 	assert.NoError(t, <-a.health, "and so is the recovery")
@@ -296,7 +296,7 @@ func TestEverySharedKeyExpiresAsTheDocSays(t *testing.T) {
 	a := newNode(t, srv, api)
 	rc := redisClient(t, srv)
 	ctx := context.Background()
-	l, err := a.reg.Acquire(ctx, keyedResource("ttl"), runs.SignalLogs, 1)
+	l, err := a.reg.Acquire(ctx, keyedResource("ttl"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	l.Object(ctx, 7, 10)
 	l.MarkDelivered(ctx, 7, []uint64{1, 2})
@@ -326,7 +326,7 @@ func TestARunIsIdleOnlyWhenNoCollectorOfTheFleetTookItsData(t *testing.T) {
 	a, b := newNode(t, srv, api, idle), newNode(t, srv, api, idle)
 	ctx := context.Background()
 	push := func(n *node) {
-		l, err := n.reg.Acquire(ctx, keyedResource("busy-elsewhere"), runs.SignalMetrics, 1)
+		l, err := n.reg.Acquire(ctx, keyedResource("busy-elsewhere"), reject.SignalMetrics, 1)
 		require.NoError(t, err)
 		l.Release()
 	}
@@ -345,7 +345,7 @@ func TestARunIsIdleOnlyWhenNoCollectorOfTheFleetTookItsData(t *testing.T) {
 		return a.logs.FilterMessageSnippet("closing it out as crashed").Len()+b.logs.FilterMessageSnippet("closing it out as crashed").Len() > 0
 	}, 5*time.Second, 10*time.Millisecond, "idle once no collector takes data")
 	require.Eventually(t, func() bool {
-		l, err := b.reg.Acquire(ctx, keyedResource("busy-elsewhere"), runs.SignalMetrics, 1)
+		l, err := b.reg.Acquire(ctx, keyedResource("busy-elsewhere"), reject.SignalMetrics, 1)
 		if err == nil {
 			l.Release()
 		}

@@ -16,12 +16,6 @@ import (
 	"github.com/primeintellect/primeexporter/internal/reject"
 )
 
-// Signals, as the counters' "signal" attribute.
-const (
-	SignalMetrics = "metrics"
-	SignalLogs    = "logs"
-)
-
 // ErrSkipped tells a push that the data was dealt with (counted, logged)
 // and must be neither sent nor retried.
 var ErrSkipped = errors.New("skipped")

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/primeintellect/primeexporter/internal/memstorage"
-	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
@@ -23,7 +23,7 @@ func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *te
 	ctx := context.Background()
 
 	disk.Fill("/var/lib/otelcol/prime/exporter_prime__runs")
-	l, err := c.reg.Acquire(ctx, keyedResource("a"), runs.SignalLogs, 1)
+	l, err := c.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err, "data is taken while the disk is full")
 	obj := l.Object(ctx, pendingFP, 4)
 	l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
@@ -43,7 +43,7 @@ func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *te
 	// Space comes back: the next write takes what waited; the status
 	// clears once writes have gone through for a while.
 	disk.Free()
-	l, err = c.reg.Acquire(ctx, keyedResource("a"), runs.SignalLogs, 1)
+	l, err = c.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	l.MarkDelivered(ctx, 7, []uint64{4})
 	require.Len(t, c.health, 1, "a full disk takes some writes: one is not enough to clear the status")
@@ -57,7 +57,7 @@ func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *te
 
 	// A restart finds what was written while the disk was full.
 	restarted := startExt(t, disk, api)
-	l, err = restarted.reg.Acquire(ctx, keyedResource("a"), runs.SignalLogs, 1)
+	l, err = restarted.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	defer l.Release()
 	assert.Equal(t, "run-1", l.ID(), "one run across the restart")
@@ -73,7 +73,7 @@ func TestShuttingDownOnAFullDiskSaysWhatARestartForgets(t *testing.T) {
 	c := startExt(t, disk, &countingRuns{})
 	ctx := context.Background()
 	disk.Fill("/var/lib/otelcol/prime/exporter_prime__runs")
-	l, err := c.reg.Acquire(ctx, keyedResource("a"), runs.SignalLogs, 1)
+	l, err := c.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	l.MarkDelivered(ctx, 7, []uint64{1, 2})
 	l.Release()

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/primeintellect/primeexporter/internal/redistest"
-	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
@@ -139,7 +139,7 @@ func TestADamagedSharedRegistryRepairsOrSetsAsideEachKeyWithOneLine(t *testing.T
 			api := &countingRuns{}
 			ctx := context.Background()
 			first := newNode(t, srv, api)
-			l, err := first.reg.Acquire(ctx, keyedResource("a"), runs.SignalLogs, 1)
+			l, err := first.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err)
 			require.Equal(t, int64(0), l.Object(ctx, pendingFP, 4).Range)
 			l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
@@ -149,7 +149,7 @@ func TestADamagedSharedRegistryRepairsOrSetsAsideEachKeyWithOneLine(t *testing.T
 			// Another collector takes the run over (the first was
 			// replaced, or the run moved).
 			next := newNode(t, srv, api)
-			l, err = next.reg.Acquire(ctx, keyedResource("a"), runs.SignalLogs, 1)
+			l, err = next.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err, "the damaged run's data is taken")
 			got := sharedGoesOn{runID: l.ID(), pendingRange: l.Object(ctx, pendingFP, 4).Range, nextRange: l.Object(ctx, 0xdef, 4).Range}
 			got.delivered = deliveredAfterDamage(t, l)

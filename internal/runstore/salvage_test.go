@@ -17,6 +17,7 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/memstorage"
+	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/runstore"
 )
@@ -102,7 +103,7 @@ func storeDamagedRun(t *testing.T, client storage.Client, api *countingRuns) {
 	t.Helper()
 	first := startExt(t, client, api)
 	ctx := context.Background()
-	l, err := first.reg.Acquire(ctx, keyedResource("a"), runs.SignalLogs, 1)
+	l, err := first.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), l.Object(ctx, pendingFP, 4).Range)
 	l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
@@ -296,7 +297,7 @@ func TestADamagedRunStoreStartsAndRecoversOrLeavesOutEachRunWithOneLine(t *testi
 			}
 			restarted := startExt(t, sc, api)
 			ctx := context.Background()
-			l, err := restarted.reg.Acquire(ctx, keyedResource("a"), runs.SignalLogs, 1)
+			l, err := restarted.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err, "the damaged run's data is taken")
 			got := goesOn{runID: l.ID(), pendingRange: l.Object(ctx, pendingFP, 4).Range}
 			if got.pendingRange >= fallbackRangeLow {
@@ -379,13 +380,13 @@ func TestARunIndexThatCouldNotBeReadAtStartIsNotOverwritten(t *testing.T) {
 	restarted := startExt(t, flaky, api)
 	flaky.healed = true
 	// A new run's record adds it to the index, which must keep run "a".
-	l, err := restarted.reg.Acquire(context.Background(), keyedResource("b"), runs.SignalLogs, 1)
+	l, err := restarted.reg.Acquire(context.Background(), keyedResource("b"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	l.Release()
 	restarted.stop(t)
 
 	third := startExt(t, client, api)
-	l, err = third.reg.Acquire(context.Background(), keyedResource("a"), runs.SignalLogs, 1)
+	l, err = third.reg.Acquire(context.Background(), keyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	defer l.Release()
 	assert.Equal(t, "run-1", l.ID(), "the run saved before the unreadable start is still restored")

@@ -16,7 +16,6 @@ import (
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
-	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/sampletable"
 )
 
@@ -225,7 +224,7 @@ func (u *Uploader) coerced(l Ledger, reasons []reject.Reason) {
 		n[r]++
 	}
 	for _, r := range slices.Sorted(maps.Keys(n)) {
-		u.tel.Coerce(runs.SignalLogs, r, n[r])
+		u.tel.Coerce(reject.SignalLogs, r, n[r])
 		l.Count("values_coerced", int64(n[r]))
 		u.warn.Warn("coerced\x00"+l.ID()+"\x00"+string(r), "Took a prime.episode value as a Python user means it; sending it as its type avoids the conversion",
 			zap.String("run_id", l.ID()), zap.String("reason", string(r)), zap.String("means", coercionMeaning(r)))
@@ -244,13 +243,13 @@ func coercionMeaning(r reject.Reason) string {
 }
 
 func (u *Uploader) skip(l Ledger, reason reject.Reason, n int) {
-	u.tel.Skip(runs.SignalLogs, reason, n)
+	u.tel.Skip(reject.SignalLogs, reason, n)
 	l.Count("episodes_skipped", int64(n))
 }
 
 // reject counts n lost episodes and warns once per key.
 func (u *Uploader) reject(l Ledger, reason reject.Reason, n int, key, msg string, fields ...zap.Field) {
-	u.tel.Reject(runs.SignalLogs, reason, n)
+	u.tel.Reject(reject.SignalLogs, reason, n)
 	l.Count("episodes_rejected", int64(n))
 	u.warn.Warn(key, msg, append([]zap.Field{zap.String("run_id", l.ID())}, fields...)...)
 }
