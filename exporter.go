@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/exporter"
@@ -93,9 +94,16 @@ func withOutageOptions(opts ...outage.Option) option {
 	return func(o *options) { o.outage = append(o.outage, opts...) }
 }
 
-// withRunsOptions passes options to the run registry.
-func withRunsOptions(opts ...runs.Option) option {
-	return func(o *options) { o.runs = append(o.runs, opts...) }
+// withRegistryClock gives the run registry a clock (e.g. one a test moves
+// past max_elapsed_time).
+func withRegistryClock(now func() time.Time) option {
+	return func(o *options) { o.runs = append(o.runs, runs.WithClock(now)) }
+}
+
+// withCloseOutPause replaces the run registry's wait between close-out
+// rounds (e.g. none at all).
+func withCloseOutPause(pause func(ctx context.Context, d time.Duration) error) option {
+	return func(o *options) { o.runs = append(o.runs, runs.WithPause(pause)) }
 }
 
 func newPrimeExporter(cfg *Config, set exporter.Settings, opts ...option) (*primeExporter, error) {

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
-	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
@@ -62,7 +61,7 @@ func newFaultRig(t *testing.T) *faultRig {
 		putTransport := &http.Transport{}
 		t.Cleanup(putTransport.CloseIdleConnections)
 		o.PutClient = rig.net.wrap(&http.Client{Transport: putTransport, Timeout: faultClientTimeout})
-	}), withRunsOptions(runs.WithPause(func(ctx context.Context, _ time.Duration) error { return ctx.Err() }))) // close-outs try again instantly too
+	}), withCloseOutPause(func(ctx context.Context, _ time.Duration) error { return ctx.Err() })) // close-outs try again instantly too
 	return rig
 }
 

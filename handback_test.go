@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -63,6 +62,8 @@ func endWithStep2InRetry(t *testing.T, h *harness, key string) consumererror.Met
 	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
 	var back consumererror.Metrics
 	require.ErrorAs(t, h.exp.pushMetrics(ctx, gauges(trainRun(key), map[int64]map[string]float64{2: {"loss": 0.5}})), &back)
+	_, tagged := back.Data().ResourceMetrics().At(0).Resource().Attributes().Get(handBackAttr)
+	require.True(t, tagged, "the data handed back carries its token, for the close-out to wait for")
 	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun(key), runEnd("completed", ""))))
 	require.Eventually(t, func() bool {
 		return h.logs.FilterMessageSnippet("close-out waits for its data").Len() == 1
@@ -86,7 +87,7 @@ func TestARetryThatNeverComesBackHoldsACloseOutNoLongerThanMaxElapsedTime(t *tes
 	var now atomic.Int64
 	now.Store(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixNano())
 	h := newHarnessOpts(t, func(c *Config) { c.RetryConfig.MaxElapsedTime = time.Minute },
-		withRunsOptions(runs.WithClock(func() time.Time { return time.Unix(0, now.Load()) })))
+		withRegistryClock(func() time.Time { return time.Unix(0, now.Load()) }))
 	ctx := context.Background()
 	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("drop"), map[int64]map[string]float64{1: {"loss": 1}})))
 	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
@@ -109,7 +110,7 @@ func TestWithoutRetryOnFailureNothingIsHandedBackToWaitFor(t *testing.T) {
 	err := h.exp.pushMetrics(ctx, gauges(trainRun("noretry"), map[int64]map[string]float64{2: {"loss": 1}}))
 	var back consumererror.Metrics
 	require.True(t, errors.As(err, &back))
-	_, tagged := back.Data().ResourceMetrics().At(0).Resource().Attributes().Get(runs.AttrHandBack)
+	_, tagged := back.Data().ResourceMetrics().At(0).Resource().Attributes().Get(handBackAttr)
 	assert.False(t, tagged, "no retry will bring it back")
 
 	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("noretry"), runEnd("completed", ""))))

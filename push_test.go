@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -113,12 +112,17 @@ func TestAPushThatFindsThePlatformDownHandsBackEveryRunsDataInTheBatchsOrder(t *
 	}
 }
 
+// handBackAttr is the resource attribute a hand-back's token travels in
+// (internal/runs.AttrHandBack), spelled out so that the root's tests go
+// through its API only; endWithStep2InRetry checks that retries carry it.
+const handBackAttr = "prime.exporter.hand_back"
+
 func TestResourcesAreAlikeWhateverTheirHandBackTokens(t *testing.T) {
 	res := func(attrs map[string]string, token int64) pcommon.Resource {
 		r := pcommon.NewResource()
 		resource(r, attrs)
 		if token != 0 {
-			r.Attributes().PutInt(runs.AttrHandBack, token)
+			r.Attributes().PutInt(handBackAttr, token)
 		}
 		return r
 	}

@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/primestatusextension"
 	"github.com/primeintellect/primeexporter/rft"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
@@ -319,19 +318,6 @@ func TestEveryCollectorOfAFleetAnswersForARunAnotherCreated(t *testing.T) {
 	require.Eventually(t, func() bool { return b.status(trainKey("fleet-run")).State == "closed" }, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, "completed", b.status(trainKey("fleet-run")).Status)
 	assert.Equal(t, 1, f.creates(), "asking created nothing")
-}
-
-func TestTheRegistrysStatesAreTheRoutes(t *testing.T) {
-	for _, pair := range [][2]string{
-		{runs.StateUnknown, primestatusextension.StateUnknown},
-		{runs.StatePending, primestatusextension.StatePending},
-		{runs.StateRunning, primestatusextension.StateRunning},
-		{runs.StateClosing, primestatusextension.StateClosing},
-		{runs.StateClosed, primestatusextension.StateClosed},
-		{runs.StateRefused, primestatusextension.StateRefused},
-	} {
-		assert.Equal(t, pair[1], pair[0])
-	}
 }
 
 // extensionHost is a host whose extensions are exts.
