@@ -11,6 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/agent.sh"
 cd "$ROOT"
 ensure_redis
 ensure_python
+ensure_promtool
 
 log "python/: pip install into a venv with no package index, then its unit tests"
 test_python
@@ -35,7 +36,7 @@ build_evalrunner
 build_sync
 build_agent
 
-log "deploy/: Kubernetes manifests, Helm values, Operator sidecar (strict decoding, the pieces fit, validate with the built collectors)"
+log "deploy/: Kubernetes manifests, Helm values, Operator sidecar (strict decoding, the pieces fit, validate with the built collectors); alert rules (promtool check and test rules) and dashboard"
 (cd deploy && go vet ./... && PRIME_OTELCOL="$OTELCOL" PRIME_AGENT="$AGENT" go test -count=1 ./...)
 
 log "end-to-end tests (built collector + demo trainer + fake platform)"
