@@ -3,10 +3,14 @@ package report
 import (
 	"bytes"
 	_ "embed"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -33,21 +37,33 @@ const UPlotVersion = "1.6.32"
 var page = template.Must(template.New("page").Parse(pageTmpl))
 
 // chart is one series on the page: its points thinned to at most
-// MaxPoints, and how many the run holds.
+// MaxPoints, and how many the run holds. Its x are XS[XI], shared with
+// every curve of the same steps; its y are float32s, little-endian, in
+// base64: a chart draws no finer than 7 digits, and a 500-curve page is
+// mostly these numbers (as JSON text they made it three times as big).
 type chart struct {
 	Group        string  `json:"group"`
 	Name         string  `json:"name"`
 	Axis         string  `json:"axis"`
 	Points       int     `json:"points"`
-	X            numbers `json:"x"`
-	Y            numbers `json:"y"`
+	XI           int     `json:"xi"`
+	Y            string  `json:"y"`
+	Plotted      int     `json:"plotted"`
 	Dropped      numbers `json:"dropped,omitempty"`
 	DroppedCount int     `json:"dropped_count,omitempty"`
+}
+
+// xs is one x array of the page; steps are delta-coded (each after the
+// first is its distance from the one before), so most are a digit or two.
+type xs struct {
+	DeltaX bool    `json:"dx,omitempty"`
+	V      numbers `json:"v"`
 }
 
 // pageData is the JSON the page's script draws from.
 type pageData struct {
 	Kind     string        `json:"kind"`
+	XS       []xs          `json:"xs"`
 	Charts   []chart       `json:"charts"`
 	BadLines int           `json:"bad_metric_lines,omitempty"`
 	Steps    []StepSamples `json:"steps,omitempty"`
@@ -79,13 +95,67 @@ func (ns numbers) MarshalJSON() ([]byte, error) {
 	return append(b, ']'), nil
 }
 
+// float32s is ys as little-endian float32s in base64.
+func float32s(ys []float64) string {
+	b := make([]byte, 4*len(ys))
+	for i, y := range ys {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(y)))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// xIndex keeps each distinct x array once.
+type xIndex struct {
+	byHash map[uint64][]int
+	all    *[]xs
+	raw    [][]float64
+}
+
+func (ix *xIndex) add(axis string, x []float64) int {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, v := range x {
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
+		h.Write(b[:])
+	}
+	sum := h.Sum64()
+	for _, i := range ix.byHash[sum] {
+		if slices.Equal(ix.raw[i], x) {
+			return i
+		}
+	}
+	entry := xs{V: x}
+	if axis == AxisStep {
+		entry = xs{DeltaX: true, V: deltas(x)}
+	}
+	*ix.all = append(*ix.all, entry)
+	ix.raw = append(ix.raw, x)
+	i := len(ix.raw) - 1
+	ix.byHash[sum] = append(ix.byHash[sum], i)
+	return i
+}
+
+// deltas codes sorted integral steps as their first and then differences.
+func deltas(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i := range x {
+		if i == 0 {
+			out[i] = x[i]
+		} else {
+			out[i] = x[i] - x[i-1]
+		}
+	}
+	return out
+}
+
 // Render writes r's page to w.
 func Render(w io.Writer, r *Report) error {
-	data := pageData{Kind: r.Header.Kind, BadLines: r.BadLines, Steps: r.Steps, Charts: []chart{}}
+	data := pageData{Kind: r.Header.Kind, BadLines: r.BadLines, Steps: r.Steps, Charts: []chart{}, XS: []xs{}}
+	ix := xIndex{byHash: map[uint64][]int{}, all: &data.XS}
 	for _, s := range r.Series {
 		x, y := thin(s.X, s.Y, MaxPoints)
 		data.Charts = append(data.Charts, chart{Group: Group(s.Name), Name: s.Name, Axis: s.Axis, Points: len(s.X),
-			X: x, Y: y, Dropped: s.Dropped, DroppedCount: s.DroppedCount})
+			XI: ix.add(s.Axis, x), Y: float32s(y), Plotted: len(y), Dropped: s.Dropped, DroppedCount: s.DroppedCount})
 	}
 	if r.Eval != nil {
 		data.Eval = &evalData{Samples: r.Eval.Samples, BadSamples: r.Eval.BadSamples}

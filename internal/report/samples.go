@@ -165,10 +165,20 @@ func readObject(path string) ([]Sample, []int64, error) {
 	return rows, ids, nil
 }
 
+// text sets a text cell. The exporter writes UTF-8 columns; a writer that
+// left out the logical type gives binary, which is still the text.
 func text(set func(r int, s string)) func(arrow.Array, int, int) {
 	return func(a arrow.Array, i, r int) {
-		if v, ok := a.(*array.String); ok && v.IsValid(i) {
+		if !a.IsValid(i) {
+			return
+		}
+		switch v := a.(type) {
+		case *array.String:
 			set(r, cut(v.Value(i)))
+		case *array.LargeString:
+			set(r, cut(v.Value(i)))
+		case *array.Binary:
+			set(r, cut(string(v.Value(i))))
 		}
 	}
 }

@@ -15,7 +15,7 @@ func TestThinLeavesASeriesOfAtMostMaxPointsAsItIs(t *testing.T) {
 	}
 }
 
-func TestThinKeepsEachBucketsMinimumAndMaximumInStepOrder(t *testing.T) {
+func TestThinKeepsEachBucketsMinimumAndMaximumInTheirOrderAtTheBucketsEnds(t *testing.T) {
 	tests := []struct {
 		name   string
 		y      []float64
@@ -23,8 +23,8 @@ func TestThinKeepsEachBucketsMinimumAndMaximumInStepOrder(t *testing.T) {
 		wantY  []float64
 		points int
 	}{
-		{"a maximum before its minimum stays first", []float64{5, 9, 1, 2, 3, 3, 3, 3}, []float64{1, 2, 4}, []float64{9, 1, 3}, 4},
-		{"a flat bucket gives one point", []float64{1, 1, 1, 1, 2, 3, 2, 3}, []float64{0, 4, 5}, []float64{1, 2, 3}, 4},
+		{"a maximum before its minimum stays first", []float64{5, 9, 1, 2, 3, 3, 3, 3}, []float64{0, 3, 4, 7}, []float64{9, 1, 3, 3}, 4},
+		{"a flat bucket gives its value twice", []float64{1, 1, 1, 1, 2, 3, 2, 3}, []float64{0, 3, 4, 7}, []float64{1, 1, 2, 3}, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,8 +54,8 @@ func TestThinningTenThousandStepsKeepsASpikeAndAtMostMaxPoints(t *testing.T) {
 	if !slices.IsSorted(tx) {
 		t.Fatal("thinned steps are out of order")
 	}
-	if i := slices.Index(tx, 7778); i < 0 || ty[i] != 50 {
-		t.Fatal("the spike at step 7778 was thinned away")
+	if i := slices.Index(ty, 50); i < 0 || tx[i] < 7778-20 || tx[i] > 7778+20 {
+		t.Fatal("the spike at step 7778 was thinned away or moved by more than its bucket")
 	}
 	if tx[0] != 1 || tx[len(tx)-1] != float64(n) {
 		t.Fatalf("first and last plotted steps %v, %v; want 1 and %d", tx[0], tx[len(tx)-1], n)

@@ -2,8 +2,25 @@
 // in #report-data, with uPlot. Text goes in through textContent only.
 (function () {
   "use strict";
+  const t0 = performance.now();
   const data = JSON.parse(document.getElementById("report-data").textContent);
+  const tParsed = performance.now();
   const PAGE_ROWS = 50;
+  // A chart's x are xs[xi], shared by the curves of the same steps; steps
+  // come delta-coded (dx): each after the first is its distance from the
+  // one before.
+  const xs = data.xs.map((e) => {
+    const v = e.v;
+    if (e.dx) for (let i = 1; i < v.length; i++) v[i] += v[i - 1];
+    return v;
+  });
+  // A chart's y are little-endian float32s in base64, decoded when drawn.
+  function ys(c) {
+    const bin = atob(c.y);
+    const u8 = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) u8[i] = bin.charCodeAt(i);
+    return Array.from(new Float32Array(u8.buffer));
+  }
 
   function el(tag, attrs, ...kids) {
     const e = document.createElement(tag);
@@ -52,7 +69,8 @@
     if (card.dataset.rendered) return;
     card.dataset.rendered = "1";
     const plot = card.querySelector(".plot");
-    if (!c.x.length) {
+    const x = xs[c.xi];
+    if (!x.length) {
       plot.append(el("p", { className: "empty", text: "No finite values." }));
       return;
     }
@@ -65,17 +83,17 @@
       cursor: { drag: { x: true, y: false } },
       series: [
         { label: time ? "time" : "step", value: time ? "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" : (u, v) => v == null ? "" : String(v) },
-        { label: "value", stroke: "#2563eb", width: 1.25, points: { show: c.x.length <= 60 }, value: (u, v) => num(v) },
+        { label: "value", stroke: "#2563eb", width: 1.25, points: { show: x.length <= 60 }, value: (u, v) => num(v) },
       ],
       axes: [{}, { size: 56, values: (u, splits) => splits.map(tick) }],
       hooks: { draw: [(u) => markDropped(u, c)] },
     };
     if (c.dropped && c.dropped.length) {
       // The marks must be on the axis even where no value was plotted.
-      const lo = Math.min(c.x[0], c.dropped[0]), hi = Math.max(c.x[c.x.length - 1], c.dropped[c.dropped.length - 1]);
+      const lo = Math.min(x[0], c.dropped[0]), hi = Math.max(x[x.length - 1], c.dropped[c.dropped.length - 1]);
       opts.scales.x.range = (u, a, b) => (lo === hi ? [lo - 1, hi + 1] : [lo, hi]);
     }
-    drawn.push(new uPlot(opts, [c.x, c.y], plot));
+    drawn.push(new uPlot(opts, [x, ys(c)], plot));
   }
 
   function renderCharts() {
@@ -98,13 +116,13 @@
       root.append(el("section", { className: "group", "data-group": g },
         el("h3", { text: (g ? g + "/" : "other") + "  (" + list.length + ")" }), grid));
       for (const c of list) {
-        const thinned = c.x.length < c.points;
+        const thinned = c.plotted < c.points;
         let meta = c.points + " point" + (c.points === 1 ? "" : "s");
-        if (thinned) meta += ", " + c.x.length + " plotted (min/max per bucket)";
+        if (thinned) meta += ", " + c.plotted + " plotted (min/max per bucket)";
         if (c.dropped_count) meta += ", " + c.dropped_count + " not finite, not plotted";
         const card = el("div", {
           className: "chart" + (c.dropped_count ? " has-dropped" : ""),
-          "data-metric": c.name, "data-axis": c.axis, "data-points": c.points, "data-plotted": c.x.length,
+          "data-metric": c.name, "data-axis": c.axis, "data-points": c.points, "data-plotted": c.plotted,
           "data-dropped": c.dropped_count || 0,
         },
           el("div", { className: "chart-title", title: c.name, text: c.name }),
@@ -204,6 +222,7 @@
   }
 
   const cards = renderCharts();
+  const tDom = performance.now();
   renderSteps();
   renderEval();
 
@@ -229,6 +248,10 @@
       for (const u of drawn) u.setSize({ width: Math.max(240, u.root.parentElement.clientWidth), height: 170 });
     }, 100);
   });
-  document.body.dataset.readyMs = String(Math.round(performance.now()));
+  const tReady = performance.now();
+  // How long each part took, for the measurements in docs/prime-sync.md.
+  document.body.dataset.timings = "script start " + Math.round(t0) + " ms, data parsed " + Math.round(tParsed - t0) +
+    " ms, page built " + Math.round(tDom - tParsed) + " ms, charts on screen drawn " + Math.round(tReady - tDom) + " ms";
+  document.body.dataset.readyMs = String(Math.round(tReady));
   document.body.dataset.ready = "1";
 })();
