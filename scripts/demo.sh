@@ -13,6 +13,7 @@ export PRIME_HEALTH_ENDPOINT="$HEALTH_ADDR"
 
 build_collector
 build_demotrainer
+build_sync
 
 mkdir -p "$OUT"
 before=$(ls "$OUT" 2>/dev/null | sort)
@@ -67,3 +68,9 @@ ls -l "$run_dir/samples" 2>/dev/null | tail -n +2 || echo "  (none)"
 echo
 echo "Health, GET /status on $HEALTH_ADDR: ${health:-no answer}"
 echo "Collector log: $BUILD/collector.log"
+echo
+# The run's report page (docs/prime-sync.md#the-run-report): one file,
+# opened from disk, no server. Its path is the last line.
+report=$("$PRIMESYNC" report "$run_dir")
+echo "The run's report page (open it in a browser):"
+echo "$report"

@@ -115,6 +115,12 @@ ensure_promtool() {
   apt_install "command -v promtool" prometheus
 }
 
+# The report page's browser tests (e2e/report_*_test.go) drive Debian's
+# chromium headless; they fail without it.
+ensure_chromium() {
+  apt_install "command -v chromium" chromium
+}
+
 # Debian's python3 with venv and wheel: what the python/ package's tests and
 # its no-network install (pip --no-build-isolation) need.
 PYTHON3=/usr/bin/python3

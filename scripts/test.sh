@@ -11,6 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/agent.sh"
 cd "$ROOT"
 ensure_redis
 ensure_python
+ensure_chromium
 ensure_promtool
 
 log "python/: pip install into a venv with no package index, then its unit tests"
