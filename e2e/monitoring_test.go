@@ -3,10 +3,12 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,8 +29,8 @@ import (
 const monitoringDir = "../deploy/monitoring"
 
 // monitoringConfig is a gateway-shaped config at the telemetry level
-// ${env:PRIME_METRICS_LEVEL}: a memory sending queue (its size and capacity
-// gauges), Prime Traces on (its upload counters), and a second OTLP receiver behind prime_auth, so that a request
+// ${env:PRIME_METRICS_LEVEL}: a memory sending queue small enough that an
+// outage fills it (its size and capacity gauges, and its failed offers), Prime Traces on (its upload counters), and a second OTLP receiver behind prime_auth, so that a request
 // without a key is refused and counted (otelcol_prime_auth_refused).
 const monitoringConfig = `
 extensions:
@@ -62,6 +64,7 @@ exporters:
       initial_interval: 200ms
     sending_queue:
       enabled: true
+      queue_size: 3
       batch:
         flush_timeout: 200ms
 service:
@@ -169,20 +172,51 @@ func exportedNames(t *testing.T, otelcol, trainer, level string) map[string][]st
 		"PRIME_TRACES_URL="+platform.URL())
 
 	runKey := "monitoring-" + level
-	runTrainer(t, trainer, addr, "-steps", "4", "-run-key", runKey, "-step-delay", "5ms", "-status", "none")
+	runTrainer(t, trainer, addr, "-steps", "4", "-run-key", runKey, "-step-delay", "5ms", "-status", "none", "-export-timeout", "60s")
 	eventually(t, "the first steps on the platform", func() bool {
 		runs := platform.Runs()
 		return len(runs) == 1 && len(runs[0].Metrics) > 0
 	}, c.out.String)
-	// Then the platform goes down: the next steps' posts fail after the
-	// client's in-place attempts (outcome="failed", the platform-down
-	// signal) and wait in the queue until it is back.
+	// Then the platform goes down while the trainer goes on: the next
+	// steps' posts fail after the client's in-place attempts
+	// (outcome="failed", the platform-down signal), and the queues fill
+	// until they refuse what the trainer sends (enqueue_failed), which its
+	// SDK retries until the platform is back.
 	platform.SetOutage(&rfttest.Fault{Status: http.StatusServiceUnavailable, RetryAfter: "1"})
-	runTrainer(t, trainer, addr, "-steps", "6", "-start-step", "5", "-run-key", runKey, "-step-delay", "5ms")
-	eventually(t, "a post that failed in the outage", func() bool {
-		return scrapeCounters(t, c, metricsPort).sum("otelcol_exporter_prime_metric_posts", "outcome", "failed") > 0
+	played := make(chan string, 1)
+	go func() {
+		cmd := exec.Command(trainer, "-endpoint", addr, "-steps", "8", "-start-step", "5", "-run-key", runKey,
+			"-step-delay", "5ms", "-export-timeout", "60s")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			played <- fmt.Sprintf("demo trainer failed: %v\n%s", err, out)
+			return
+		}
+		played <- ""
+	}()
+	// The logs queue takes the trainer's records in few requests: more
+	// records (ordinary log lines, skipped) until the queue refuses one.
+	logLine := []byte(`{"resourceLogs":[{"resource":{"attributes":[{"key":"prime.run.key","value":{"stringValue":"` + runKey +
+		`"}}]},"scopeLogs":[{"logRecords":[{"timeUnixNano":"1767225600000000000","body":{"stringValue":"hello"}}]}]}]}`)
+	eventually(t, "the logs queue refusing a request in the outage", func() bool {
+		resp, err := http.Post("http://"+addr+"/v1/logs", "application/json", bytes.NewReader(logLine))
+		if err != nil {
+			fatalf(t, c, "POST /v1/logs: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode != http.StatusOK
+	}, c.out.String)
+	eventually(t, "a failed post and both queues refusing in the outage", func() bool {
+		s := scrapeCounters(t, c, metricsPort)
+		return s.sum("otelcol_exporter_prime_metric_posts", "outcome", "failed") > 0 &&
+			s.sum("otelcol_exporter_enqueue_failed_log_records") > 0 &&
+			s.sum("otelcol_exporter_enqueue_failed_metric_points") > 0
 	}, c.out.String)
 	platform.SetOutage(nil)
+	if msg := <-played; msg != "" {
+		fatalf(t, c, "%s", msg)
+	}
 
 	// A verifiers episode document goes to Prime Traces as well.
 	doc, err := os.ReadFile(filepath.Join("testdata", "verifiers-episode", "episode.json"))
