@@ -24,12 +24,16 @@
 //
 //   - Thinning, so that a big run opens fast. A series of more than
 //     MaxPoints points is cut into MaxPoints/2 buckets of consecutive
-//     points, and each bucket gives its minimum and its maximum, in step
-//     order (thin.go). A spike survives, which an average or a stride
-//     would lose, and the line a chart of a few hundred pixels draws is the
-//     one the whole series would. Each chart says how many points the run
-//     holds and how many it plots. Charts are drawn when they scroll into
-//     view, so a page of 500 metrics draws the few on screen first.
+//     points; each bucket keeps its minimum and its maximum, in the order
+//     they came, at the bucket's first and last x (thin.go). A spike
+//     survives, which an average or a stride would lose, moved by less
+//     than a bucket (under a pixel). The thinned x depend on the x alone,
+//     so a run's curves share them: each distinct x array is written once
+//     (steps delta-coded), and each curve's y as base64 float32s. Each
+//     chart says how many points the run holds and how many it plots.
+//     Charts are drawn when they scroll into view, so a page of 500
+//     metrics draws the few on screen first. A 10,000-step, 500-metric
+//     run gives a 4.2 MB page, ready in about 1.2 s (prime-sync.md).
 //
 //   - Sample text is cut at MaxCellBytes a cell, saying so, so that one
 //     run of long chats does not make a page no browser opens.
