@@ -36,6 +36,7 @@ func parseConfig(args []string, stderr io.Writer, getenv func(string) string) (c
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: prime-sync [flags] PATH...")
+		fmt.Fprintln(stderr, "       prime-sync report PATH...   (a report.html beside each run; no key needed)")
 		fmt.Fprintln(stderr, "  PATH: a run directory (holding run.json) or an offline directory of them.")
 		fmt.Fprintln(stderr, "  The API key is read from PRIME_API_KEY.")
 		fs.PrintDefaults()
