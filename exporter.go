@@ -128,6 +128,9 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	if e.starts > 1 {
 		return nil
 	}
+	if err := e.tel.observeRuns(e.openRuns); err != nil {
+		return err
+	}
 	warn := logonce.New(e.logger, 0)
 	rc := runs.Config{
 		Defaults: e.cfg.Run, TeamID: e.cfg.TeamID, EvalID: e.cfg.Eval.ID,
@@ -378,6 +381,7 @@ func (e *primeExporter) shutdown(ctx context.Context) error {
 	if e.onLastShutdown != nil {
 		e.onLastShutdown()
 	}
+	e.tel.stopObserving()
 	e.unregisterStatus()
 	b, t := e.live, e.tenants
 	e.live, e.tenants = nil, nil
@@ -420,6 +424,26 @@ func (e *primeExporter) queueHost(host component.Host, signal string) component.
 		return host
 	}
 	return queuestore.Host(host, *e.cfg.QueueConfig.Get().StorageID, signal, e.logger)
+}
+
+// openRuns counts the open runs of every registry the exporter holds,
+// and how long the idlest has gone without data.
+func (e *primeExporter) openRuns() (n int, idlest time.Duration) {
+	e.mu.Lock()
+	b, t := e.live, e.tenants
+	e.mu.Unlock()
+	var regs []*runs.Registry
+	if b != nil {
+		regs = append(regs, b.reg)
+	}
+	if t != nil {
+		regs = append(regs, t.registries()...)
+	}
+	for _, reg := range regs {
+		k, d := reg.Open()
+		n, idlest = n+k, max(idlest, d)
+	}
+	return n, idlest
 }
 
 // backend is nil in disabled mode and after shutdown: pushes drop

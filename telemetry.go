@@ -2,6 +2,7 @@ package primeexporter
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
@@ -27,6 +28,8 @@ const (
 	metricSampleRows    = "otelcol_exporter_prime_sample_rows_uploaded"
 	metricSampleObjects = "otelcol_exporter_prime_sample_objects_uploaded"
 	metricSampleBytes   = "otelcol_exporter_prime_sample_bytes_uploaded"
+	metricRunsOpen      = "otelcol_exporter_prime_runs_open"
+	metricRunIdleMax    = "otelcol_exporter_prime_run_idle_seconds_max"
 )
 
 // telemetry counts loss (rejected) apart from non-loss (skipped), as the SDK
@@ -46,6 +49,25 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	}
 	return &telemetry{b: b}, nil
 }
+
+// observeRuns makes the open-run gauges read open at each collection.
+func (t *telemetry) observeRuns(open func() (int, time.Duration)) error {
+	if err := t.b.RegisterExporterPrimeRunsOpenCallback(func(_ context.Context, o metric.Int64Observer) error {
+		n, _ := open()
+		o.Observe(int64(n))
+		return nil
+	}); err != nil {
+		return err
+	}
+	return t.b.RegisterExporterPrimeRunIdleSecondsMaxCallback(func(_ context.Context, o metric.Float64Observer) error {
+		_, idlest := open()
+		o.Observe(idlest.Seconds())
+		return nil
+	})
+}
+
+// stopObserving unregisters the gauges' callbacks at the last shutdown.
+func (t *telemetry) stopObserving() { t.b.Shutdown() }
 
 // Reject counts records lost, by reason.
 func (t *telemetry) Reject(signal string, reason reject.Reason, n int) {

@@ -234,6 +234,17 @@ func (t *tenants) saveLocked(ctx context.Context) {
 	}
 }
 
+// registries lists every tenant's run registry.
+func (t *tenants) registries() []*runs.Registry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	regs := make([]*runs.Registry, 0, len(t.byUser))
+	for _, tb := range t.byUser {
+		regs = append(regs, tb.reg)
+	}
+	return regs
+}
+
 // shutdown shuts every tenant's registry down.
 func (t *tenants) shutdown(ctx context.Context) error {
 	t.mu.Lock()

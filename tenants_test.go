@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/primeintellect/primeexporter/internal/memstorage"
 
@@ -291,4 +292,36 @@ func TestAfterARestartATenantsIdleRunIsClosedWithItsOwnKeyBeforeItSendsAgain(t *
 		require.Equal(t, r.Owner, byRun[srv.BaseURL()[len(srv.URL()):]+"/rft/external-runs/"+r.ID+"/status"], "run %s closed with its owner's key", r.ID)
 	}
 	require.Len(t, srv.Runs(), 2)
+}
+
+// gauge reads one of the exporter's gauges, as a collection would.
+func gauge(t *testing.T, h *harness, name string) float64 {
+	t.Helper()
+	m, err := h.tel.GetMetric(name)
+	require.NoError(t, err, name)
+	switch g := m.Data.(type) {
+	case metricdata.Gauge[int64]:
+		require.Len(t, g.DataPoints, 1)
+		return float64(g.DataPoints[0].Value)
+	case metricdata.Gauge[float64]:
+		require.Len(t, g.DataPoints, 1)
+		return g.DataPoints[0].Value
+	}
+	t.Fatalf("%s is %T, not a gauge", name, m.Data)
+	return 0
+}
+
+func TestTheOpenRunGaugesCountEveryTenantsRunsAndTheIdlest(t *testing.T) {
+	h := newTenantHarness(t, nil)
+	require.Zero(t, gauge(t, h, metricRunsOpen))
+	require.Zero(t, gauge(t, h, metricRunIdleMax), "no open run, no idle time")
+	require.NoError(t, h.exp.pushMetrics(as(aliceKey), gauges(trainRun("a"), map[int64]map[string]float64{1: {"loss": 1}})))
+	require.NoError(t, h.exp.pushMetrics(as(bobKey), gauges(trainRun("b"), map[int64]map[string]float64{1: {"loss": 1}})))
+	require.Equal(t, 2.0, gauge(t, h, metricRunsOpen), "alice's and bob's")
+	time.Sleep(20 * time.Millisecond)
+	require.GreaterOrEqual(t, gauge(t, h, metricRunIdleMax), 0.02, "seconds since the idlest run's last data")
+
+	require.NoError(t, h.exp.pushLogs(as(aliceKey), events(trainRun("a"), runEnd("completed", ""))))
+	require.Eventually(t, func() bool { return gauge(t, h, metricRunsOpen) == 1 }, 5*time.Second, 5*time.Millisecond,
+		"alice's run closed out")
 }

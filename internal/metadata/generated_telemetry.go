@@ -3,10 +3,12 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
 	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/collector/component"
@@ -30,7 +32,9 @@ type TelemetryBuilder struct {
 	ExporterPrimeRecordsCoerced         metric.Int64Counter
 	ExporterPrimeRecordsRejected        metric.Int64Counter
 	ExporterPrimeRecordsSkipped         metric.Int64Counter
+	ExporterPrimeRunIdleSecondsMax      metric.Float64ObservableGauge
 	ExporterPrimeRuns                   metric.Int64Counter
+	ExporterPrimeRunsOpen               metric.Int64ObservableGauge
 	ExporterPrimeSampleBytesUploaded    metric.Int64Counter
 	ExporterPrimeSampleObjectsUploaded  metric.Int64Counter
 	ExporterPrimeSampleRowsUploaded     metric.Int64Counter
@@ -47,6 +51,56 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterExporterPrimeRunIdleSecondsMaxCallback sets callback for observable ExporterPrimeRunIdleSecondsMax metric.
+func (builder *TelemetryBuilder) RegisterExporterPrimeRunIdleSecondsMaxCallback(cb metric.Float64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerFloat64{inst: builder.ExporterPrimeRunIdleSecondsMax, obs: o})
+		return nil
+	}, builder.ExporterPrimeRunIdleSecondsMax)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterExporterPrimeRunsOpenCallback sets callback for observable ExporterPrimeRunsOpen metric.
+func (builder *TelemetryBuilder) RegisterExporterPrimeRunsOpenCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExporterPrimeRunsOpen, obs: o})
+		return nil
+	}, builder.ExporterPrimeRunsOpen)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+type observerInt64 struct {
+	embedded.Int64Observer
+	inst metric.Int64Observable
+	obs  metric.Observer
+}
+
+func (oi *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
+	oi.obs.ObserveInt64(oi.inst, value, opts...)
+}
+
+type observerFloat64 struct {
+	embedded.Float64Observer
+	inst metric.Float64Observable
+	obs  metric.Observer
+}
+
+func (oi *observerFloat64) Observe(value float64, opts ...metric.ObserveOption) {
+	oi.obs.ObserveFloat64(oi.inst, value, opts...)
 }
 
 // Shutdown unregister all registered callbacks for async instruments.
@@ -91,9 +145,21 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ExporterPrimeRunIdleSecondsMax, err = builder.meter.Float64ObservableGauge(
+		"otelcol_exporter_prime_run_idle_seconds_max",
+		metric.WithDescription("Seconds since the most idle open run of this collector last received data; 0 when none is open. A run stuck open shows here. [Alpha]"),
+		metric.WithUnit("s"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ExporterPrimeRuns, err = builder.meter.Int64Counter(
 		"otelcol_exporter_prime_runs",
 		metric.WithDescription("Runs created, attached and closed out, by event. [Alpha]"),
+		metric.WithUnit("{run}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterPrimeRunsOpen, err = builder.meter.Int64ObservableGauge(
+		"otelcol_exporter_prime_runs_open",
+		metric.WithDescription("Runs this collector holds open (created or attached, not yet closed out), every tenant's on a multi-tenant gateway. [Alpha]"),
 		metric.WithUnit("{run}"),
 	)
 	errs = errors.Join(errs, err)

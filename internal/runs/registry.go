@@ -316,3 +316,23 @@ func (g *Registry) Shutdown(ctx context.Context) error {
 	err := g.closer.shutdown(ctx)
 	return errors.Join(err, g.fleet.presence.stop(ctx))
 }
+
+// Open counts the runs that have a platform id and are not closed out,
+// and how long the idlest of them has gone without data: the exporter's
+// gauges, where a run stuck open shows.
+func (g *Registry) Open() (n int, idlest time.Duration) {
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range g.runs {
+		r.mu.Lock()
+		if r.id != "" && r.state != stateClosed {
+			n++
+			if d := now.Sub(r.lastSeen); r.inflight == 0 && d > idlest {
+				idlest = d
+			}
+		}
+		r.mu.Unlock()
+	}
+	return n, idlest
+}
