@@ -240,6 +240,8 @@ func TestASharedRegistryWithoutAnEndpointIsRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "shared_registry::redis::db must not be negative, got -1")
 }
 
+// --- team_id ---
+
 func TestARunWithoutATeamSendsNoCreateAndIsRejectedNamingBothKeys(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.TeamID = "" })
 	ctx := context.Background()

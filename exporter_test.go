@@ -165,6 +165,8 @@ func TestAnAmbiguousCreateFailureKeepsTheDataAndWarnsOfADuplicate(t *testing.T) 
 	assert.Equal(t, 1, runs[1].MetricPosts)
 }
 
+// --- shutdown ---
+
 // A push waiting out the platform's Retry-After must not hold the
 // collector's queue drain past the shutdown deadline.
 func TestAShutdownEndsThePushesWaitingInPlace(t *testing.T) {
@@ -202,6 +204,8 @@ func TestShutdownLogsWhatItLeavesOpen(t *testing.T) {
 	assert.Contains(t, text, "open runs stay open and continue after a restart")
 	assert.Contains(t, text, "open_run_ids=["+h.onlyRun().ID+"]")
 }
+
+// --- persistence: restarts with a storage extension ---
 
 // memStorage is a storage extension whose data outlives the exporters that
 // use it, as file_storage's does across a collector restart.
@@ -393,6 +397,8 @@ func TestARunRegistryThatCannotBeOpenedDoesNotStopTheCollector(t *testing.T) {
 	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("unopened"), episode(10, "a"))), "data still goes out")
 	assert.Len(t, rs.platform.Runs(), 1)
 }
+
+// --- the shared registry: a fleet of collectors on one Redis ---
 
 // fleet is several collectors in front of one fake platform, sharing their
 // run registry through one real Redis: the node collectors of a multi-node
@@ -630,6 +636,8 @@ func TestWhileRedisIsDownAPushIsRetryableCreatesNothingAndTheStatusSaysSoThenItL
 	assert.Equal(t, []componentstatus.Status{componentstatus.StatusRecoverableError, componentstatus.StatusOK}, a.statuses())
 }
 
+// --- TLS and proxies ---
+
 // A platform behind a certificate the machine does not trust: the exporter
 // refuses it unless the config explicitly turns verification off.
 func TestTLSIsVerifiedUnlessExplicitlyDisabled(t *testing.T) {
@@ -759,6 +767,8 @@ func TestWithoutAProxyObjectPUTsGoStraightToStorage(t *testing.T) {
 	}
 	assert.Equal(t, 1, storagePuts)
 }
+
+// --- the API key in no output ---
 
 // Every path that logs or returns an error, driven once, and the key
 // appears in none of it.

@@ -158,6 +158,8 @@ func TestTheDefaultRetryOutlastsAnOutageAndNeverRetriesARefusal(t *testing.T) {
 	}
 }
 
+// --- the sending queue ---
+
 // livenessGuard bounds a wait that only a stalled exporter would reach; it
 // is not a speed assertion.
 const livenessGuard = 10 * time.Second

@@ -313,6 +313,8 @@ func concurrently(fns ...func()) {
 	wg.Wait()
 }
 
+// --- the fault rig ---
+
 // faultClientTimeout is the client timeout of the fault tests: a scripted
 // Delay longer than it is a read timeout.
 const faultClientTimeout = 300 * time.Millisecond

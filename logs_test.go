@@ -150,6 +150,8 @@ func TestAPrimeMetricsEventIsPostedAsThePlatformsSDKPostsIt(t *testing.T) {
 	}
 }
 
+// --- samples: episodes → Parquet objects → presign, PUT, confirm ---
+
 // episode is one prime.episode record dispatched at step, with a one-branch
 // trajectory carrying text.
 func episode(step int64, text string) func(plog.LogRecord) {
@@ -508,6 +510,8 @@ func TestWithAPersistentQueueEachRequestIsItsOwnObjectSoAReplayRemakesIt(t *test
 	assert.Equal(t, []string{"step 10: q-a#0:0", "step 10: q-b#1:0"}, objects(t, h.onlyRun()))
 }
 
+// --- Prime Traces: native episode documents ---
+
 // nativeEpisode is a verifiers Episode.to_record() document of prime-rl,
 // dispatched at step: the trainer's own run stamp, one trainable trace.
 func nativeEpisode(id string, step int64) func(plog.LogRecord) {
@@ -703,6 +707,8 @@ func TestOfflineModeKeepsEachBatchAsTheJSONLPrimeTracesWouldReceive(t *testing.T
 	assert.Equal(t, strings.TrimPrefix(key, "sha256:")+".jsonl", filepath.Base(files[0]), "named by its idempotency key")
 	assert.Contains(t, lines[0], `"id":"`+runs[0].Name()+`"`)
 }
+
+// --- bad input: what is rejected, and only that ---
 
 // The bad-input batches: every run's records cycle through a pattern of 100
 // slots, the first ten of them malformed, one of each kind, the other 90

@@ -300,6 +300,8 @@ func TestATimeRowIsNotRememberedAsSent(t *testing.T) {
 	assert.Zero(t, h.count(metricSkipped, map[string]string{"reason": "already_sent"}))
 }
 
+// --- values coerced from Python's SDK ---
+
 // pythonGauge is a gauge point as the OTel Python SDK sends one recorded with
 // a numpy step: prime.step stringified.
 func pythonGauge(name string, v float64, step string) pmetric.Metrics {

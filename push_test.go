@@ -150,6 +150,8 @@ func TestResourcesAreAlikeWhateverTheirHandBackTokens(t *testing.T) {
 	assert.False(t, sameResource(res(more, 0), res(a, 0)), "an attribute less")
 }
 
+// --- hand-back: a close-out waits for the data in the collector's retry ---
+
 // During an outage a run's data waits in exporterhelper's back-off, where
 // the close-out's drain cannot see it, while the run's end needs no request
 // and is accepted at once: a close-out then would refuse the data when its
@@ -326,6 +328,8 @@ func TestATimeRowWhosePostFailsIsHandedBackAloneAndLandsOnceOnTheRetry(t *testin
 	}
 }
 
+// --- close-out: a run's end, idle runs, shutdown ---
+
 func TestAnEndedRunIsClosedOutWithItsStatus(t *testing.T) {
 	tests := []struct {
 		name, status, reason string
@@ -469,6 +473,8 @@ func TestShutdownFinishesACloseOutTheTrainerAskedFor(t *testing.T) {
 	assert.Equal(t, rfttest.StatusCompleted, h.onlyRun().Status)
 }
 
+// --- data for a closed run ---
+
 func TestDataRefusedForAClosedRunIsWarnedOncePerSignalNamingItsSignalAndTheFix(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -518,6 +524,8 @@ func TestDataRefusedForAClosedRunIsWarnedOncePerSignalNamingItsSignalAndTheFix(t
 	}
 }
 
+// --- attaching to a run the platform hosts ---
+
 // routeCount counts the platform's requests whose path ends in suffix.
 func routeCount(h *harness, suffix string) int {
 	n := 0
@@ -555,6 +563,8 @@ func TestAnAttachIsVerifiedWithThePlatformBeforeDataIsTakenIntoTheRun(t *testing
 		})
 	}
 }
+
+// --- faults: what is retried in place, what goes back to the collector (the fault rig) ---
 
 // The spec's retry table (rft-api.md, "Error classes and retry policy")
 // driven through the exporter, route by route: what is retried in place,
@@ -1091,6 +1101,8 @@ func TestOnceThePlatformIsDownTheRestOfTheBatchGoesBackUnsent(t *testing.T) {
 		assert.Equal(t, map[int64]map[string]float64{10: {"lr": 0.1}}, r.trackedRun().Metrics)
 	})
 }
+
+// --- benchmarks ---
 
 // pushShape is one benchmark batch: requests of perRequest episodes of one
 // run and step, side by side as exporterhelper's batcher appends them,

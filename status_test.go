@@ -85,6 +85,8 @@ func TestARefusedKeyIsTheLastStatusAndReachesEveryHost(t *testing.T) {
 	assert.Equal(t, metrics.seen(), logs.seen())
 }
 
+// --- the 401 guard ---
+
 // statusHost records the component statuses reported to it, as a health
 // check extension would see them.
 type statusHost struct {
@@ -129,6 +131,8 @@ func TestABadKeyStopsEverySendAndReportsAPermanentErrorStatus(t *testing.T) {
 	assert.Contains(t, host.events[0].Err().Error(), "set a valid api_key and restart the collector")
 	assert.NotContains(t, h.logText(), testAPIKey)
 }
+
+// --- outages ---
 
 // Through the real exporterhelper and its queue: a platform outage of over
 // a minute (on the exporter's clock) gets one warning that names the
