@@ -24,7 +24,8 @@ import (
 // labels it really gives them. This test reads those names from a running
 // collector's /metrics, not from a list: the built collector, the fake
 // platform and the demo trainer, with the failures the rules alert on
-// provoked so that their counters exist.
+// provoked so that their counters exist, and the open-run gauges read
+// while a run is open and after it is closed out.
 
 const monitoringDir = "../deploy/monitoring"
 
@@ -177,6 +178,12 @@ func exportedNames(t *testing.T, otelcol, trainer, level string) map[string][]st
 		runs := platform.Runs()
 		return len(runs) == 1 && len(runs[0].Metrics) > 0
 	}, c.out.String)
+	// The stuck-run alert and the open-runs panel read the open-run gauges:
+	// the demo run counts while it is open, and no longer once closed out
+	// (below).
+	eventually(t, "the demo run counted open", func() bool {
+		return scrapeCounters(t, c, metricsPort).sum("otelcol_exporter_prime_runs_open") == 1
+	}, c.out.String)
 	// Then the platform goes down while the trainer goes on: the next
 	// steps' posts fail after the client's in-place attempts
 	// (outcome="failed", the platform-down signal), and the queues fill
@@ -256,7 +263,9 @@ func exportedNames(t *testing.T, otelcol, trainer, level string) map[string][]st
 		return scrape.sum("otelcol_exporter_prime_metric_posts", "outcome", "rejected") > 0 &&
 			scrape.sum("otelcol_prime_auth_refused", "reason", "no_key") > 0 &&
 			scrape.sum("otelcol_exporter_prime_records_rejected", "reason", "no_identity") > 0 &&
-			scrape.sum("otelcol_exporter_prime_trace_documents_uploaded") > 0
+			scrape.sum("otelcol_exporter_prime_trace_documents_uploaded") > 0 &&
+			scrape.sum("otelcol_exporter_prime_runs_open") == 0 &&
+			scrape.sum("otelcol_exporter_prime_run_idle_seconds_max") == 0
 	}, func() string { return c.out.String() + "\nscrape:\n" + strings.Join(scrape.lines(), "\n") })
 	c.stop()
 
