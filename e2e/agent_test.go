@@ -25,44 +25,14 @@ import (
 // (an in-memory queue with wait_for_result, TLS and a bearer token on the
 // gRPC receiver) minus the shared registry, which two gateways that never
 // see the same run do not need.
-const agentGatewayConfig = gatewayTokenExtension + `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: ${env:PRIME_OTLP_GRPC}
-        max_recv_msg_size_mib: 128
-` + gatewayTLSReceiver + `
-      # Only for the harness, which waits for this port to listen.
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    mode: offline
-    directory: ${env:PRIME_OFFLINE_DIR}
-    finalize_grace: 2s
-    samples:
-      step_interval: 2
-    sending_queue:
-      wait_for_result: true
-      queue_size: 5000
-      batch:
-        flush_timeout: 300ms
-    retry_on_failure:
-      max_elapsed_time: 60s
-service:
-  extensions: [bearertokenauth/ingest]
-  pipelines:
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+func agentGatewayConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "gateway", collectorParams{
+		Offline: true, FinalizeGrace: "2s", StepInterval: "2",
+		Queue: queueParams{WaitForResult: "true", Size: "5000", FlushTimeout: "300ms"},
+		Retry: &retryParams{MaxElapsedTime: "60s"},
+	})
+}
 
 const (
 	// The ring hashes the gateways' addresses, whose ports change from run
@@ -101,7 +71,7 @@ func TestTheAgentRoutesEveryRunWholeToOneGateway(t *testing.T) {
 	for i := range gateways {
 		g := &gateways[i]
 		g.dir, g.grpc = t.TempDir(), freeAddr(t)
-		g.c = startCollector(t, otelcol, agentGatewayConfig, append(auth.gatewayEnv(),
+		g.c = startCollector(t, otelcol, agentGatewayConfig(t), append(auth.gatewayEnv(),
 			"PRIME_OTLP_GRPC="+g.grpc, "PRIME_OTLP_HTTP="+freeAddr(t), "PRIME_OFFLINE_DIR="+g.dir)...)
 	}
 	_, metricsPort, _ := net.SplitHostPort(freeAddr(t))
@@ -284,7 +254,7 @@ func TestAGatewayRefusesAnAgentWithTheWrongTokenAndTheAgentDropsWhatWasRefused(t
 	auth := newFleetAuth(t)
 	const wrongToken = "not-the-fleets-token-31"
 	dir, grpc := t.TempDir(), freeAddr(t)
-	gw := startCollector(t, otelcol, agentGatewayConfig, append(auth.gatewayEnv(),
+	gw := startCollector(t, otelcol, agentGatewayConfig(t), append(auth.gatewayEnv(),
 		"PRIME_OTLP_GRPC="+grpc, "PRIME_OTLP_HTTP="+freeAddr(t), "PRIME_OFFLINE_DIR="+dir)...)
 	storage, agentHTTP := t.TempDir(), freeAddr(t)
 	startAgent := func(a fleetAuth) *collector {

@@ -122,7 +122,7 @@ func newFinalizeRig(t *testing.T, key string, grace time.Duration) *finalizeRig 
 		"PRIME_STORAGE_DIR=" + t.TempDir(),
 	}
 	r.life = &collectorLives{}
-	r.life.start(t, otelcol, shutdownConfig, append(r.env, "PRIME_FINALIZE_GRACE="+grace.String())...)
+	r.life.start(t, otelcol, shutdownConfig(t), append(r.env, "PRIME_FINALIZE_GRACE="+grace.String())...)
 	r.tr = newChaosTrainer(addr, key, r.seed, chaosFinalizeSteps, 4, 2)
 	r.tr.stepDelay = 20 * time.Millisecond
 	return r
@@ -145,7 +145,7 @@ func (r *finalizeRig) killAndRestart(t *testing.T, note string) string {
 	t.Helper()
 	r.life.kill(note)
 	status := r.platform.Runs()[0].Status
-	r.life.start(t, r.otelcol, shutdownConfig, append(r.env, "PRIME_FINALIZE_GRACE=1s")...)
+	r.life.start(t, r.otelcol, shutdownConfig(t), append(r.env, "PRIME_FINALIZE_GRACE=1s")...)
 	r.life.awaitCloseOut(t, r.platform)
 	r.life.stop()
 	return status

@@ -64,7 +64,7 @@ func TestChaosRepeatedKill9UnderPlatformFaultsLosesAndDuplicatesNothing(t *testi
 		"PRIME_STORAGE_DIR=" + t.TempDir(),
 	}
 	life := &collectorLives{}
-	life.start(t, otelcol, persistentConfig, env...)
+	life.start(t, otelcol, persistentConfig(t), env...)
 
 	kills := rand.New(rand.NewPCG(seed, 1))
 	killSteps := chaosKillSteps(kills, chaosKills, 2, chaosSteps-1)
@@ -85,7 +85,7 @@ func TestChaosRepeatedKill9UnderPlatformFaultsLosesAndDuplicatesNothing(t *testi
 		down := time.Duration(kills.IntN(400)) * time.Millisecond
 		life.kill(fmt.Sprintf("killed after step %d was acknowledged (trainer at step %d), down %v", step, tr.acked.Load(), down))
 		time.Sleep(down)
-		life.start(t, otelcol, persistentConfig, env...)
+		life.start(t, otelcol, persistentConfig(t), env...)
 	}
 	if err := <-played; err != nil {
 		t.Fatalf("trainer: %v\n%s", err, life.dump())

@@ -16,37 +16,13 @@ import (
 )
 
 // evalConfig takes evaluations online; EVAL_ID attaches them (eval.id).
-const evalConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    eval:
-      id: ${env:EVAL_ID:-}
-    finalize_grace: 2s
-    sending_queue:
-      enabled: true
-      num_consumers: 2
-      batch:
-        flush_timeout: 300ms
-service:
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+func evalConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: "team-e2e", EvalID: "${env:EVAL_ID:-}", FinalizeGrace: "2s",
+		Queue: queueParams{Enabled: true, NumConsumers: 2, FlushTimeout: "300ms"},
+	})
+}
 
 // evalManifest is the part of the eval runner's -manifest the tests read.
 type evalManifest struct {
@@ -161,7 +137,7 @@ func onlyEvaluation(t *testing.T, p *rfttest.Server, c *collector) rfttest.Evalu
 
 func TestAnEvaluationOfThreeEnvironmentsLandsEverySampleOnceWithItsSummary(t *testing.T) {
 	p := evalPlatform(t)
-	c, addr := startEvalCollector(t, p, evalConfig)
+	c, addr := startEvalCollector(t, p, evalConfig(t))
 	// ~60 KB episodes: 500 of them take two samples requests.
 	m := runEval(t, addr, "-episodes", "500", "-batch", "100", "-episode-bytes", "60000", "-run-key", "eval-e2e",
 		"-environments", "primeintellect/gsm8k,primeintellect/vf-math@v3,math-python", "-tags", "nightly,e2e")
@@ -220,7 +196,7 @@ func TestAnEvaluationOfThreeEnvironmentsLandsEverySampleOnceWithItsSummary(t *te
 func TestAHostedEvaluationIsAttachedThroughEvalIDAndOnlyFinalized(t *testing.T) {
 	p := evalPlatform(t)
 	p.AddEvaluation("eval-hosted-1")
-	c, addr := startEvalCollector(t, p, evalConfig, "EVAL_ID=eval-hosted-1")
+	c, addr := startEvalCollector(t, p, evalConfig(t), "EVAL_ID=eval-hosted-1")
 	m := runEval(t, addr, "-episodes", "60")
 	eventually(t, "the attached evaluation's finalize", func() bool {
 		ev, ok := p.Evaluation("eval-hosted-1")
@@ -244,7 +220,7 @@ func TestAHostedEvaluationIsAttachedThroughEvalIDAndOnlyFinalized(t *testing.T) 
 
 func TestAFailedEvaluationIsMarkedFailedWithItsReason(t *testing.T) {
 	p := evalPlatform(t)
-	c, addr := startEvalCollector(t, p, evalConfig)
+	c, addr := startEvalCollector(t, p, evalConfig(t))
 	m := runEval(t, addr, "-episodes", "40", "-status", "failed", "-error", "judge timed out")
 	eventually(t, "the evaluation marked failed", func() bool {
 		evs := p.Evaluations()
@@ -266,7 +242,7 @@ func TestASamplesAppendWhoseAnswerIsLostIsCountedNotReplayed(t *testing.T) {
 	p := evalPlatform(t)
 	// The first append is stored, then its answer is lost.
 	p.Inject(rfttest.RouteEvalSamples, rfttest.Fault{Status: 502, AfterProcessing: true})
-	c, addr := startEvalCollector(t, p, evalConfig)
+	c, addr := startEvalCollector(t, p, evalConfig(t))
 	m := runEval(t, addr, "-episodes", "150", "-batch", "50", "-batch-delay", "700ms")
 	eventually(t, "the evaluation's finalize", func() bool {
 		evs := p.Evaluations()
@@ -287,7 +263,7 @@ func TestASamplesAppendWhoseAnswerIsLostIsCountedNotReplayed(t *testing.T) {
 
 func TestAnEnvironmentTheHubCannotResolveFailsTheEvaluationBeforeAnyCreate(t *testing.T) {
 	p := evalPlatform(t)
-	c, addr := startEvalCollector(t, p, evalConfig)
+	c, addr := startEvalCollector(t, p, evalConfig(t))
 	runEval(t, addr, "-episodes", "10", "-environments", "primeintellect/gsm8k,nobody/no-such-env")
 	eventually(t, "the refusal's log line", func() bool {
 		return strings.Contains(c.out.String(), "no-such-env")
@@ -304,46 +280,18 @@ func TestAnEnvironmentTheHubCannotResolveFailsTheEvaluationBeforeAnyCreate(t *te
 }
 
 // evalPersistentConfig keeps the registry and the queue on file_storage.
-const evalPersistentConfig = `
-extensions:
-  file_storage:
-    directory: ${env:PRIME_STORAGE_DIR}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    storage: file_storage
-    finalize_grace: 2s
-    sending_queue:
-      enabled: true
-      storage: file_storage
-      num_consumers: 2
-      batch:
-        flush_timeout: 300ms
-service:
-  extensions: [file_storage]
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+func evalPersistentConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: "team-e2e", Storage: true, FinalizeGrace: "2s",
+		Queue: queueParams{Enabled: true, NumConsumers: 2, FlushTimeout: "300ms"},
+	})
+}
 
 func TestAKilledCollectorWithStorageNeverCreatesASecondEvaluation(t *testing.T) {
 	p := evalPlatform(t)
 	storage := "PRIME_STORAGE_DIR=" + t.TempDir()
-	first, addr := startEvalCollector(t, p, evalPersistentConfig, storage)
+	first, addr := startEvalCollector(t, p, evalPersistentConfig(t), storage)
 	m1 := runEval(t, addr, "-episodes", "80", "-status", "none", "-summary=false", "-run-key", "eval-restart")
 	eventually(t, "the first half's samples", func() bool {
 		evs := p.Evaluations()
@@ -352,7 +300,7 @@ func TestAKilledCollectorWithStorageNeverCreatesASecondEvaluation(t *testing.T) 
 	first.kill()
 
 	otelcol, _ := binaries(t)
-	second := startCollector(t, otelcol, evalPersistentConfig, "PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+p.BaseURL(), "PRIME_API_KEY="+e2eKey, storage)
+	second := startCollector(t, otelcol, evalPersistentConfig(t), "PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+p.BaseURL(), "PRIME_API_KEY="+e2eKey, storage)
 	m2 := runEval(t, addr, "-episodes", "40", "-seed", "2", "-run-key", "eval-restart")
 	eventually(t, "the evaluation's finalize after the restart", func() bool {
 		evs := p.Evaluations()
@@ -371,38 +319,17 @@ func TestAKilledCollectorWithStorageNeverCreatesASecondEvaluation(t *testing.T) 
 }
 
 // evalTracesConfig sends native documents to Prime Traces.
-const evalTracesConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: ${env:PRIME_TEAM}
-    traces:
-      enabled: true
-      endpoint: ${env:PRIME_TRACES_URL}
-    finalize_grace: 2s
-    sending_queue:
-      enabled: true
-      batch:
-        flush_timeout: 300ms
-service:
-  pipelines:
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+func evalTracesConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: "${env:PRIME_TEAM}", Traces: true, FinalizeGrace: "2s", LogsOnly: true,
+		Queue: queueParams{Enabled: true, FlushTimeout: "300ms"},
+	})
+}
 
 func TestAnEvaluationsDocumentsGoToPrimeTracesAndItsSummaryCountsThem(t *testing.T) {
 	p := evalPlatform(t)
-	c, addr := startEvalCollector(t, p, evalTracesConfig, "PRIME_TRACES_URL="+p.URL(), "PRIME_TEAM=team-e2e")
+	c, addr := startEvalCollector(t, p, evalTracesConfig(t), "PRIME_TRACES_URL="+p.URL(), "PRIME_TEAM=team-e2e")
 	m := runEval(t, addr, "-episodes", "60", "-batch", "30")
 	eventually(t, "the evaluation's finalize", func() bool {
 		evs := p.Evaluations()
@@ -445,7 +372,7 @@ func TestAnEvaluationWhoseAccountHasNoPrimeTracesFallsBackToTheSamplesRoute(t *t
 	t.Cleanup(p.Close)
 	p.AddEnvironment(rfttest.HubEnvironment{Owner: "primeintellect", Name: "gsm8k"})
 	p.AddEnvironment(rfttest.HubEnvironment{Owner: "primeintellect", Name: "vf-math", Versions: []string{"v3"}})
-	c, addr := startEvalCollector(t, p, evalTracesConfig, "PRIME_TRACES_URL="+p.URL(), "PRIME_TEAM=team-plain")
+	c, addr := startEvalCollector(t, p, evalTracesConfig(t), "PRIME_TRACES_URL="+p.URL(), "PRIME_TEAM=team-plain")
 	m := runEval(t, addr, "-episodes", "60", "-batch", "30")
 	eventually(t, "the evaluation's finalize", func() bool {
 		evs := p.Evaluations()
@@ -463,7 +390,7 @@ func TestAnEvaluationWhoseAccountHasNoPrimeTracesFallsBackToTheSamplesRoute(t *t
 func TestAnOfflineEvaluationIsWrittenToItsDirectory(t *testing.T) {
 	otelcol, _ := binaries(t)
 	dir, addr := t.TempDir(), freeAddr(t)
-	c := startCollector(t, otelcol, offlineSyncConfig, "PRIME_OTLP_HTTP="+addr, "PRIME_OFFLINE_DIR="+dir)
+	c := startCollector(t, otelcol, offlineSyncConfig(t), "PRIME_OTLP_HTTP="+addr, "PRIME_OFFLINE_DIR="+dir)
 	m := runEval(t, addr, "-episodes", "20")
 	var evalDir string
 	eventually(t, "evaluation.json recording the end", func() bool {

@@ -112,20 +112,3 @@ func (a fleetAuth) withToken(t *testing.T, token string) fleetAuth {
 	}
 	return a
 }
-
-// gatewayTLSReceiver is the tls and auth block of the gateways' OTLP/gRPC
-// receiver, indented for receivers::otlp::protocols::grpc, and the extension
-// it names: for the tests' own gateway configs, which stand in for
-// deploy/gateway.yaml behind the shipped agent.
-const (
-	gatewayTLSReceiver = `        tls:
-          cert_file: ${env:PRIME_TLS_CERT_FILE}
-          key_file: ${env:PRIME_TLS_KEY_FILE}
-        auth:
-          authenticator: bearertokenauth/ingest
-`
-	gatewayTokenExtension = `extensions:
-  bearertokenauth/ingest:
-    filename: ${env:PRIME_INGEST_TOKEN_FILE}
-`
-)

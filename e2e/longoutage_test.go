@@ -18,40 +18,16 @@ import (
 // durability goes: the run registry and the queue on file_storage, and
 // nothing else of the queue or of retry_on_failure set, so both are the
 // exporter's defaults. step_interval 1 puts every step's episodes in the
-// table. %s is more of the exporter's config (PRIME_OUTAGE_MAX_ELAPSED).
-const durableConfig = `
-extensions:
-  file_storage:
-    directory: ${env:PRIME_STORAGE_DIR}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    storage: file_storage
-    samples:
-      step_interval: 1
-    sending_queue:
-      storage: file_storage
-%s
-service:
-  extensions: [file_storage]
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+// table. maxElapsed, when set, is retry_on_failure::max_elapsed_time
+// (PRIME_OUTAGE_MAX_ELAPSED).
+func durableConfig(t *testing.T, maxElapsed string) string {
+	t.Helper()
+	p := collectorParams{Team: "team-e2e", Storage: true, StepInterval: "1"}
+	if maxElapsed != "" {
+		p.Retry = &retryParams{MaxElapsedTime: maxElapsed}
+	}
+	return collectorConfig(t, "node", p)
+}
 
 // exporterhelperLimit is retry_on_failure's max_elapsed_time in
 // exporterhelper's default config: a request still failing after it is
@@ -84,13 +60,12 @@ func runLongOutage(t *testing.T, p longOutage) {
 	if last := p.outage - p.kills[len(p.kills)-1]; last <= exporterhelperLimit+10*time.Second {
 		t.Fatalf("the last collector faces %s of the outage: not past exporterhelper's limit of %s", last, exporterhelperLimit)
 	}
-	extra := ""
-	if v := os.Getenv("PRIME_OUTAGE_MAX_ELAPSED"); v != "" {
+	maxElapsed := os.Getenv("PRIME_OUTAGE_MAX_ELAPSED")
+	if v := maxElapsed; v != "" {
 		// The control: exporterhelper's old limit set by hand loses data.
-		extra = "    retry_on_failure:\n      max_elapsed_time: " + v
 		t.Logf("CONTROL: retry_on_failure::max_elapsed_time: %s (this run is expected to lose data)", v)
 	}
-	config := fmt.Sprintf(durableConfig, extra)
+	config := durableConfig(t, maxElapsed)
 	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}})
 	defer platform.Close()
 	addr := freeAddr(t)

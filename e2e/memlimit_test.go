@@ -23,61 +23,15 @@ import (
 // GOMEMLIMIT=400MiB in the process environment. Sample tables every step,
 // and the collector's own metrics in Prometheus form, where the limiter's
 // refusals are counted.
-const memLimitConfig = `
-extensions:
-  file_storage:
-    directory: ${env:PRIME_STORAGE_DIR}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-processors:
-  memory_limiter:
-    check_interval: 100ms
-    limit_mib: 400
-    spike_limit_mib: 100
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-memlimit
-    storage: file_storage
-    samples:
-      step_interval: 1
-    sending_queue:
-      storage: file_storage
-      num_consumers: 1
-      queue_size: 10000
-    retry_on_failure:
-      max_elapsed_time: 0
-service:
-  extensions: [file_storage]
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      processors: [memory_limiter]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      processors: [memory_limiter]
-      exporters: [prime]
-  telemetry:
-    logs:
-      sampling:
-        enabled: false
-    metrics:
-      level: normal
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: ${env:PRIME_METRICS_PORT}
-                without_units: true
-                without_type_suffix: true
-                without_scope_info: true
-`
+func memLimitConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: "team-memlimit", Storage: true, StepInterval: "1", MemoryLimitMiB: 400, SpikeLimitMiB: 100,
+		Queue:         queueParams{NumConsumers: 1, Size: "10000"},
+		Retry:         &retryParams{MaxElapsedTime: "0"},
+		LogsUnsampled: true, SelfMetrics: true,
+	})
+}
 
 // containerLimitKB is the memory limit of the container the config above
 // is sized for.
@@ -145,7 +99,7 @@ func runMemLimitBurst(t *testing.T, otelcol, trainer string, b burst) {
 	defer platform.Close()
 	addr := freeAddr(t)
 	_, metricsPort, _ := strings.Cut(freeAddr(t), ":")
-	c := startCollector(t, otelcol, memLimitConfig,
+	c := startCollector(t, otelcol, memLimitConfig(t),
 		"PRIME_OTLP_HTTP="+addr, "PRIME_METRICS_PORT="+metricsPort, "PRIME_STORAGE_DIR="+t.TempDir(),
 		"PRIME_API_BASE="+platform.BaseURL(), "PRIME_API_KEY="+e2eKey, "GOMEMLIMIT=400MiB")
 	mem := watchMemory(t, c)

@@ -46,7 +46,7 @@ func TestAVerifiersEpisodeDocumentLandsAsTheRowThePlatformSDKWouldProject(t *tes
 	defer platform.Close()
 	addr := freeAddr(t)
 	_, metricsPort, _ := strings.Cut(freeAddr(t), ":")
-	c := startCollector(t, otelcol, replayConfig, "PRIME_OTLP_HTTP="+addr, "PRIME_METRICS_PORT="+metricsPort,
+	c := startCollector(t, otelcol, replayConfig(t), "PRIME_OTLP_HTTP="+addr, "PRIME_METRICS_PORT="+metricsPort,
 		"PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey)
 	for _, kind := range slices.Sorted(maps.Keys(bodies)) {
 		postOTLPJSON(t, c, "/v1/logs", nativeEpisodeRequest("native-"+kind, bodies[kind]))

@@ -12,41 +12,13 @@ const e2eKey = "sk-e2e-SECRET-31337"
 
 // onlineConfig is a production-shaped config: the key and base from the
 // environment, the sending queue on, and a fan-out to the debug exporter.
-const onlineConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    run:
-      id: ${env:RUN_ID:-}
-    finalize_grace: 3s
-    samples:
-      step_interval: 2
-    sending_queue:
-      enabled: true
-      num_consumers: 4
-      batch:
-        flush_timeout: 500ms
-  debug:
-    verbosity: detailed
-service:
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime, debug]
-    logs:
-      receivers: [otlp]
-      exporters: [prime, debug]
-  telemetry:
-    metrics:
-      level: none
-`
+func onlineConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: "team-e2e", RunID: "${env:RUN_ID:-}", FinalizeGrace: "3s", StepInterval: "2", Debug: true,
+		Queue: queueParams{Enabled: true, NumConsumers: 4, FlushTimeout: "500ms"},
+	})
+}
 
 const demoSteps = 12
 
@@ -55,7 +27,7 @@ func TestTheDemoRunLandsOnThePlatformThroughTheBuiltCollector(t *testing.T) {
 	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}})
 	defer platform.Close()
 	addr := freeAddr(t)
-	c := startCollector(t, otelcol, onlineConfig,
+	c := startCollector(t, otelcol, onlineConfig(t),
 		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey)
 
 	manifestPath := filepath.Join(t.TempDir(), "manifest.json")
@@ -119,7 +91,7 @@ func TestAHostedRunIsAttachedByRunIDAndNeverMarkedFailed(t *testing.T) {
 	defer platform.Close()
 	platform.AddRun("run-hosted-1")
 	addr := freeAddr(t)
-	c := startCollector(t, otelcol, onlineConfig,
+	c := startCollector(t, otelcol, onlineConfig(t),
 		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey, "RUN_ID=run-hosted-1")
 
 	runTrainer(t, trainer, addr, "-steps", "5", "-status", "failed", "-error", "OOM", "-step-delay", "5ms")

@@ -16,43 +16,17 @@ import (
 
 // outageConfig is production-shaped: the sending queue on, and
 // retry_on_failure with its default of no time limit, trying often enough
-// (max_interval) that recovery is quick. %d is the queue's num_consumers.
+// (max_interval) that recovery is quick; consumers is the queue's
+// num_consumers.
 // The long outage, with the default retry and kills, is longoutage_test.go.
-const outageConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    finalize_grace: 3s
-    samples:
-      step_interval: 2
-    retry_on_failure:
-      enabled: true
-      initial_interval: 1s
-      max_interval: 5s
-    sending_queue:
-      enabled: true
-      num_consumers: %d
-      batch:
-        flush_timeout: 500ms
-service:
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+func outageConfig(t *testing.T, consumers int) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: "team-e2e", FinalizeGrace: "3s", StepInterval: "2",
+		Retry: &retryParams{Enabled: true, InitialInterval: "1s", MaxInterval: "5s"},
+		Queue: queueParams{Enabled: true, NumConsumers: consumers, FlushTimeout: "500ms"},
+	})
+}
 
 const (
 	outageSteps = 40
@@ -103,7 +77,7 @@ func TestA2MinutePlatformOutageMidRunLosesNothingAndNeverBlocksTheTrainer(t *tes
 	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}})
 	defer platform.Close()
 	addr := freeAddr(t)
-	c := startCollector(t, otelcol, fmt.Sprintf(outageConfig, consumers(t)),
+	c := startCollector(t, otelcol, outageConfig(t, consumers(t)),
 		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey)
 
 	manifestPath := filepath.Join(t.TempDir(), "manifest.json")

@@ -222,7 +222,7 @@ func replayPackage(t *testing.T, set string, platform *rfttest.Server, done func
 	otelcol, _ := binaries(t)
 	addr := freeAddr(t)
 	_, metricsPort, _ := strings.Cut(freeAddr(t), ":")
-	c := startCollector(t, otelcol, replayConfig, "PRIME_OTLP_HTTP="+addr, "PRIME_METRICS_PORT="+metricsPort,
+	c := startCollector(t, otelcol, replayConfig(t), "PRIME_OTLP_HTTP="+addr, "PRIME_METRICS_PORT="+metricsPort,
 		"PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey)
 	for _, f := range fixtureFiles(t, filepath.Join(pythonFixtures, set)) {
 		postFixture(t, c, f)

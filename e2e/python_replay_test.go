@@ -37,32 +37,13 @@ const replayStepInterval = 5
 // replayConfig is a plain online collector with a short finalize_grace (the
 // replay sends everything at once) and its own metrics served for the
 // counters.
-const replayConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    finalize_grace: 2s
-    samples:
-      step_interval: 5
-    sending_queue:
-      batch:
-        flush_timeout: 200ms
-service:
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-` + selfTelemetryYAML
+func replayConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: "team-e2e", FinalizeGrace: "2s", StepInterval: "5", SelfMetrics: true,
+		Queue: queueParams{FlushTimeout: "200ms"},
+	})
+}
 
 const (
 	counterRejected = "otelcol_exporter_prime_records_rejected"
@@ -195,7 +176,7 @@ func replayPythonSet(t *testing.T, set string) *replay {
 	t.Cleanup(platform.Close)
 	addr := freeAddr(t)
 	_, metricsPort, _ := strings.Cut(freeAddr(t), ":")
-	c := startCollector(t, otelcol, replayConfig, "PRIME_OTLP_HTTP="+addr, "PRIME_METRICS_PORT="+metricsPort,
+	c := startCollector(t, otelcol, replayConfig(t), "PRIME_OTLP_HTTP="+addr, "PRIME_METRICS_PORT="+metricsPort,
 		"PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey)
 	for _, f := range files {
 		postFixture(t, c, f)

@@ -116,53 +116,16 @@ func (r *redisServer) restart() *redisServer {
 // receiver, where the shipped agent sends, takes TLS and the fleet's token
 // as deploy/gateway.yaml's does (fleetauth_test.go); the HTTP one, for the
 // tests' trainers, stays plain on loopback.
-const sharedGatewayConfig = gatewayTokenExtension + `
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: ${env:PRIME_OTLP_GRPC}
-        max_recv_msg_size_mib: 128
-` + gatewayTLSReceiver + `
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    shared_registry:
-      redis:
-        endpoint: ${env:REDIS_ENDPOINT}
-    finalize_grace: ${env:PRIME_FINALIZE_GRACE}
-    finalize_timeout: ${env:PRIME_FINALIZE_TIMEOUT}
-    samples:
-      step_interval: 10
-    sending_queue:
-      wait_for_result: ${env:PRIME_WAIT_FOR_RESULT}
-      queue_size: 5000
-      batch:
-        flush_timeout: 100ms
-    retry_on_failure:
-      initial_interval: 200ms
-      max_interval: 1s
-      max_elapsed_time: 0
-service:
-  extensions: [bearertokenauth/ingest]
-  pipelines:
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    logs:
-      sampling:
-        enabled: false
-    metrics:
-      level: none
-`
+func sharedGatewayConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "gateway", collectorParams{
+		Team: "team-e2e", SharedRedis: true, StepInterval: "10",
+		FinalizeGrace: "${env:PRIME_FINALIZE_GRACE}", FinalizeTimeout: "${env:PRIME_FINALIZE_TIMEOUT}",
+		Queue:         queueParams{WaitForResult: "${env:PRIME_WAIT_FOR_RESULT}", Size: "5000", FlushTimeout: "100ms"},
+		Retry:         &retryParams{InitialInterval: "200ms", MaxInterval: "1s", MaxElapsedTime: "0"},
+		LogsUnsampled: true,
+	})
+}
 
 // sharedGateway is one running gateway of a fleet.
 type sharedGateway struct {
@@ -177,7 +140,7 @@ func startSharedGateway(t *testing.T, otelcol string, platform *rfttest.Server, 
 	t.Helper()
 	g := &sharedGateway{http: freeAddr(t), grpc: freeAddr(t)}
 	// Later entries win (os/exec keeps the last value of a key).
-	g.collector = startCollector(t, otelcol, sharedGatewayConfig, append(newFleetAuth(t).gatewayEnv(), append([]string{
+	g.collector = startCollector(t, otelcol, sharedGatewayConfig(t), append(newFleetAuth(t).gatewayEnv(), append([]string{
 		"PRIME_OTLP_HTTP=" + g.http, "PRIME_OTLP_GRPC=" + g.grpc,
 		"PRIME_API_BASE=" + platform.BaseURL(), "PRIME_API_KEY=" + e2eKey,
 		"REDIS_ENDPOINT=" + redisAddr, "PRIME_FINALIZE_GRACE=" + grace,

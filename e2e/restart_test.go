@@ -13,46 +13,20 @@ import (
 
 // The recommended production config: the run registry and the queue both on
 // file_storage, batching inside the queue.
-const persistentConfig = `
-extensions:
-  file_storage:
-    directory: ${env:PRIME_STORAGE_DIR}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    storage: file_storage
-    finalize_grace: 3s
-    samples:
-      step_interval: 2
-    retry_on_failure:
-      initial_interval: 200ms
-      max_interval: 1s
-    sending_queue:
-      enabled: true
-      storage: file_storage
-      num_consumers: 2
-      batch:
-        flush_timeout: 300ms
-service:
-  extensions: [file_storage]
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+func persistentConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", persistentParams())
+}
+
+// persistentParams is persistentConfig's collector, for the tests that run
+// it with one thing changed.
+func persistentParams() collectorParams {
+	return collectorParams{
+		Team: "team-e2e", Storage: true, FinalizeGrace: "3s", StepInterval: "2",
+		Retry: &retryParams{InitialInterval: "200ms", MaxInterval: "1s"},
+		Queue: queueParams{Enabled: true, NumConsumers: 2, FlushTimeout: "300ms"},
+	}
+}
 
 // kill stops the collector as kill -9 does: no shutdown, no drain.
 func (c *collector) kill() {
@@ -88,7 +62,7 @@ func killAndRestart(t *testing.T, killAfter int) {
 		"PRIME_STORAGE_DIR=" + t.TempDir(),
 	}
 	dir := t.TempDir()
-	first := startCollector(t, otelcol, persistentConfig, env...)
+	first := startCollector(t, otelcol, persistentConfig(t), env...)
 	runTrainer(t, trainer, addr, "-run-key", "restart-run", "-steps", "20", "-status", "none", "-step-delay", "5ms",
 		"-manifest", filepath.Join(dir, "first.json"))
 	// Die in the middle: the run exists and some objects are confirmed,
@@ -100,7 +74,7 @@ func killAndRestart(t *testing.T, killAfter int) {
 	first.kill()
 	landedBeforeKill := len(platform.Runs()[0].Objects)
 
-	second := startCollector(t, otelcol, persistentConfig, env...)
+	second := startCollector(t, otelcol, persistentConfig(t), env...)
 	runTrainer(t, trainer, addr, "-run-key", "restart-run", "-start-step", "21", "-steps", "40", "-step-delay", "5ms",
 		"-manifest", filepath.Join(dir, "second.json"))
 	eventually(t, "the run's close-out after the restart", func() bool {

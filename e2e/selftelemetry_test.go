@@ -10,25 +10,6 @@ import (
 	"time"
 )
 
-// selfTelemetryYAML is a service::telemetry section that serves the
-// collector's own metrics in the Prometheus text format on
-// ${env:PRIME_METRICS_PORT}, named as the collector names them by default
-// (no unit or type suffix): otelcol_exporter_prime_records_rejected{reason,signal}.
-const selfTelemetryYAML = `
-  telemetry:
-    metrics:
-      level: normal
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: ${env:PRIME_METRICS_PORT}
-                without_units: true
-                without_type_suffix: true
-                without_scope_info: true
-`
-
 // promSeries is one scraped series: its name, labels and value.
 type promSeries struct {
 	name   string

@@ -47,7 +47,7 @@ func TestSIGTERMDuringAPlatformOutageExitsWithinTheGraceAndARestartLosesNothing(
 	}
 	dir := t.TempDir()
 	pprofAddr := freeAddr(t)
-	first := startCollector(t, otelcol, withPprof(persistentConfig), append(env, "PRIME_PPROF="+pprofAddr)...)
+	first := startCollector(t, otelcol, persistentPprofConfig(t), append(env, "PRIME_PPROF="+pprofAddr)...)
 	var wg sync.WaitGroup
 	for _, p := range []struct{ name, status string }{{"outage-ended", "completed"}, {"outage-open", "none"}} {
 		wg.Go(func() {
@@ -77,7 +77,7 @@ func TestSIGTERMDuringAPlatformOutageExitsWithinTheGraceAndARestartLosesNothing(
 	t.Logf("collector log from the signal on:\n%s", fromSignal(first.out.String()))
 
 	outage.Store(false)
-	second := startCollector(t, otelcol, withPprof(persistentConfig), append(env, "PRIME_PPROF="+freeAddr(t))...)
+	second := startCollector(t, otelcol, persistentPprofConfig(t), append(env, "PRIME_PPROF="+freeAddr(t))...)
 	runTrainer(t, trainer, addr, "-run-key", "outage-open", "-run-name", "outage-open", "-start-step", "31", "-steps", "40",
 		"-step-delay", "5ms", "-manifest", filepath.Join(dir, "outage-open-2.json"))
 	logs := func() string { return first.out.String() + "\n--- after the restart ---\n" + second.out.String() }
@@ -105,11 +105,13 @@ func TestSIGTERMDuringAPlatformOutageExitsWithinTheGraceAndARestartLosesNothing(
 	}
 }
 
-// withPprof adds the pprof extension on ${env:PRIME_PPROF} to a config that
-// has file_storage.
-func withPprof(config string) string {
-	config = strings.Replace(config, "extensions:\n", "extensions:\n  pprof:\n    endpoint: ${env:PRIME_PPROF}\n", 1)
-	return strings.Replace(config, "extensions: [file_storage]", "extensions: [file_storage, pprof]", 1)
+// persistentPprofConfig is persistentConfig with the pprof extension on
+// ${env:PRIME_PPROF}, for the goroutine dumps.
+func persistentPprofConfig(t *testing.T) string {
+	t.Helper()
+	p := persistentParams()
+	p.Pprof = true
+	return collectorConfig(t, "node", p)
 }
 
 // exporterStacks is the collector's goroutine dump, keeping the stacks that

@@ -13,7 +13,12 @@ import (
 // shutdownConfig is the persistent config with the grace period from the
 // environment: long before the signal, so a close-out is pending when it
 // comes, and short after the restart.
-var shutdownConfig = strings.Replace(persistentConfig, "finalize_grace: 3s", "finalize_grace: ${env:PRIME_FINALIZE_GRACE}", 1)
+func shutdownConfig(t *testing.T) string {
+	t.Helper()
+	p := persistentParams()
+	p.FinalizeGrace = "${env:PRIME_FINALIZE_GRACE}"
+	return collectorConfig(t, "node", p)
+}
 
 // SIGTERM while one run has ended (its close-out waiting out the grace
 // period) and another run's data is still on its way to a slow platform:
@@ -33,7 +38,7 @@ func TestSIGTERMWithRunsInFlightClosesOutEndedRunsExitsCleanlyAndARestartDeliver
 	}
 	dir := t.TempDir()
 	manifest := func(name string) string { return filepath.Join(dir, name+".json") }
-	first := startCollector(t, otelcol, shutdownConfig, append(env, "PRIME_FINALIZE_GRACE=1m")...)
+	first := startCollector(t, otelcol, shutdownConfig(t), append(env, "PRIME_FINALIZE_GRACE=1m")...)
 
 	runTrainer(t, trainer, addr, "-run-key", "term-ended", "-run-name", "term-ended", "-steps", "6",
 		"-step-delay", "5ms", "-manifest", manifest("term-ended"))
@@ -70,7 +75,7 @@ func TestSIGTERMWithRunsInFlightClosesOutEndedRunsExitsCleanlyAndARestartDeliver
 		fatalf(t, first, "no clean shutdown in the log")
 	}
 
-	second := startCollector(t, otelcol, shutdownConfig, append(env, "PRIME_FINALIZE_GRACE=1s")...)
+	second := startCollector(t, otelcol, shutdownConfig(t), append(env, "PRIME_FINALIZE_GRACE=1s")...)
 	runTrainer(t, trainer, addr, "-run-key", "term-open", "-run-name", "term-open", "-start-step", "13", "-steps", "20",
 		"-step-delay", "5ms", "-manifest", manifest("term-open-2"))
 	logs := func() string { return first.out.String() + "\n--- after the restart ---\n" + second.out.String() }

@@ -19,43 +19,14 @@ import (
 // and queue on file_storage, batching in the queue at its defaults, retries
 // that never give up) plus the pprof extension on loopback, which the probe
 // reads the goroutine count from.
-const soakConfig = `
-extensions:
-  file_storage:
-    directory: ${env:PRIME_STORAGE_DIR}
-  pprof:
-    endpoint: ${env:PRIME_PPROF}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-soak
-    storage: file_storage
-    samples:
-      step_interval: ${env:PRIME_STEP_INTERVAL}
-    retry_on_failure:
-      max_elapsed_time: 0
-    sending_queue:
-      storage: file_storage
-      queue_size: ${env:PRIME_QUEUE_SIZE}
-service:
-  extensions: [file_storage, pprof]
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+func soakConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: "team-soak", Storage: true, Pprof: true, StepInterval: "${env:PRIME_STEP_INTERVAL}",
+		Queue: queueParams{Size: "${env:PRIME_QUEUE_SIZE}"},
+		Retry: &retryParams{MaxElapsedTime: "0"},
+	})
+}
 
 // soakKnobs size the soak; each comes from the environment variable named
 // in its tag, so scripts/soak.sh (or a longer run by hand) can change it.

@@ -30,7 +30,7 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-soak"}, DiscardObjects: k.discard})
 	defer platform.Close()
 	addr, pprofAddr, storageDir := freeAddr(t), freeAddr(t), t.TempDir()
-	c := startCollector(t, otelcol, soakConfig,
+	c := startCollector(t, otelcol, soakConfig(t),
 		"PRIME_OTLP_HTTP="+addr, "PRIME_PPROF="+pprofAddr, "PRIME_API_BASE="+platform.BaseURL(), "PRIME_API_KEY="+e2eKey,
 		"PRIME_STORAGE_DIR="+storageDir, "PRIME_STEP_INTERVAL="+strconv.Itoa(k.stepInterval), "PRIME_QUEUE_SIZE="+strconv.Itoa(k.queueSize))
 

@@ -23,36 +23,12 @@ import (
 // the run's id and dashboard, or why the platform refused it.
 
 // statusConfig is onlineConfig's collector with the status route.
-const statusConfig = `
-extensions:
-  prime_status:
-    endpoint: ${env:PRIME_STATUS_ENDPOINT}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    sending_queue:
-      batch:
-        flush_timeout: 200ms
-service:
-  extensions: [prime_status]
-  pipelines:
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+func statusConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: "team-e2e", Status: true, Queue: queueParams{FlushTimeout: "200ms"},
+	})
+}
 
 // runStatus is the route's answer.
 type runStatus struct {
@@ -73,7 +49,7 @@ func statusCollector(t *testing.T, platform *rfttest.Server, key string) (*colle
 	t.Helper()
 	otelcol, _ := binaries(t)
 	status := freeAddr(t)
-	c := startCollector(t, otelcol, statusConfig, "PRIME_OTLP_HTTP="+freeAddr(t), "PRIME_STATUS_ENDPOINT="+status,
+	c := startCollector(t, otelcol, statusConfig(t), "PRIME_OTLP_HTTP="+freeAddr(t), "PRIME_STATUS_ENDPOINT="+status,
 		"PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+key)
 	return c, status
 }

@@ -81,7 +81,7 @@ func TestAFullDiskRefusesDataAtTheReceiverAndLosesNothingOnceSpaceIsFreed(t *tes
 	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey})
 	defer platform.Close()
 	addr := freeAddr(t)
-	c := startCollector(t, otelcol, persistentConfig,
+	c := startCollector(t, otelcol, persistentConfig(t),
 		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL(), "PRIME_API_KEY="+e2eKey, "PRIME_STORAGE_DIR="+dir)
 
 	manifest := filepath.Join(t.TempDir(), "manifest.json")
@@ -291,7 +291,7 @@ func TestACollectorStartsOnDamagedStorageAndRecoversOrLeavesOutEachRunWithOneLin
 	env := []string{"PRIME_OTLP_HTTP=" + addr, "PRIME_API_BASE=" + platform.BaseURL(), "PRIME_API_KEY=" + e2eKey, "PRIME_STORAGE_DIR=" + storage}
 	// Three runs, each left open at step 6.
 	keys := []string{"cut-tail", "garbled", "stepindex"}
-	first := startCollector(t, otelcol, persistentConfig, env...)
+	first := startCollector(t, otelcol, persistentConfig(t), env...)
 	for _, key := range keys {
 		runTrainer(t, trainer, addr, "-run-key", key, "-run-name", key, "-steps", "6", "-status", "none", "-step-delay", "5ms",
 			"-manifest", filepath.Join(dir, key+"-1.json"))
@@ -314,7 +314,7 @@ func TestACollectorStartsOnDamagedStorageAndRecoversOrLeavesOutEachRunWithOneLin
 	patchBolt(t, runsFile, "run/key\x00garbled", garbleAt(`"team"`))
 	patchBolt(t, runsFile, "deliveredsteps/key\x00stepindex", func(v []byte) []byte { v[len(v)-1] ^= 0xff; return v })
 
-	second := startCollector(t, otelcol, persistentConfig, env...)
+	second := startCollector(t, otelcol, persistentConfig(t), env...)
 	for _, key := range keys {
 		runTrainer(t, trainer, addr, "-run-key", key, "-run-name", key, "-steps", "12", "-start-step", "7", "-step-delay", "5ms",
 			"-manifest", filepath.Join(dir, key+"-2.json"))
@@ -370,7 +370,7 @@ func TestACollectorStartsOnDamagedStorageAndRecoversOrLeavesOutEachRunWithOneLin
 	checkRun(t, second, byName["garbled"][1], 7, 12, filepath.Join(dir, "garbled-2.json"))
 
 	// The damage was repaired or set aside: the next start says nothing.
-	third := startCollector(t, otelcol, persistentConfig, env...)
+	third := startCollector(t, otelcol, persistentConfig(t), env...)
 	time.Sleep(500 * time.Millisecond)
 	third.stop()
 	for line := range strings.Lines(third.out.String()) {

@@ -21,35 +21,13 @@ import (
 // offlineSyncConfig writes runs to a directory, with a team (recorded in
 // run.json) and a sample table every other step, so a run has many
 // objects to sync.
-const offlineSyncConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    mode: offline
-    directory: ${env:PRIME_OFFLINE_DIR}
-    team_id: ${env:PRIME_TEAM:-}
-    finalize_grace: 2s
-    samples:
-      step_interval: 2
-    sending_queue:
-      batch:
-        flush_timeout: 200ms
-service:
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+func offlineSyncConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Offline: true, Team: "${env:PRIME_TEAM:-}", FinalizeGrace: "2s", StepInterval: "2",
+		Queue: queueParams{FlushTimeout: "200ms"},
+	})
+}
 
 const syncTeam = "team-e2e"
 
@@ -69,7 +47,7 @@ func trainOffline(t *testing.T, steps int, env []string, trainerArgs ...string) 
 	otelcol, trainer := binaries(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	c := startCollector(t, otelcol, offlineSyncConfig, append([]string{"PRIME_OTLP_HTTP=" + addr, "PRIME_OFFLINE_DIR=" + dir}, env...)...)
+	c := startCollector(t, otelcol, offlineSyncConfig(t), append([]string{"PRIME_OTLP_HTTP=" + addr, "PRIME_OFFLINE_DIR=" + dir}, env...)...)
 	runTrainer(t, trainer, addr, append([]string{"-steps", itoa(steps), "-step-delay", "2ms", "-run-key", "sync-run"}, trainerArgs...)...)
 	runDir := waitEnded(t, dir, c.out.String)
 	c.stop()
@@ -412,7 +390,7 @@ func TestAnIncrementalSyncOfALiveRunSendsEachThingOnce(t *testing.T) {
 	otelcol, trainer := binaries(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	c := startCollector(t, otelcol, offlineSyncConfig, "PRIME_OTLP_HTTP="+addr, "PRIME_OFFLINE_DIR="+dir)
+	c := startCollector(t, otelcol, offlineSyncConfig(t), "PRIME_OTLP_HTTP="+addr, "PRIME_OFFLINE_DIR="+dir)
 	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{syncTeam}})
 	defer platform.Close()
 

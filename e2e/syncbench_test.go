@@ -29,65 +29,14 @@ const (
 var benchTrainer = []string{"-steps", benchSteps, "-episodes-per-step", benchEpisodes, "-episode-text-bytes", "2000",
 	"-step-delay", "0s", "-eval-every", "0", "-run-key", "bench-run"}
 
-const benchOnlineConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    finalize_grace: 1s
-    samples:
-      step_interval: 1
-    sending_queue:
-      batch:
-        flush_timeout: 200ms
-service:
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
-
-const benchOfflineConfig = `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    mode: offline
-    directory: ${env:PRIME_OFFLINE_DIR}
-    team_id: team-e2e
-    finalize_grace: 1s
-    samples:
-      step_interval: 1
-    sending_queue:
-      batch:
-        flush_timeout: 200ms
-service:
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [prime]
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: none
-`
+// benchParams is the same collector for both paths: a sample table every
+// step, a short grace, batching in the queue.
+func benchParams(offline bool) collectorParams {
+	return collectorParams{
+		Offline: offline, Team: "team-e2e", FinalizeGrace: "1s", StepInterval: "1",
+		Queue: queueParams{FlushTimeout: "200ms"},
+	}
+}
 
 func TestSyncThroughput(t *testing.T) {
 	otelcol, trainer := binaries(t)
@@ -97,7 +46,7 @@ func TestSyncThroughput(t *testing.T) {
 	online := rfttest.NewServer(rfttest.Options{APIKey: e2eKey})
 	defer online.Close()
 	addr := freeAddr(t)
-	c := startCollector(t, otelcol, benchOnlineConfig,
+	c := startCollector(t, otelcol, collectorConfig(t, "node", benchParams(false)),
 		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+online.BaseURL(), "PRIME_API_KEY="+e2eKey)
 	start := time.Now()
 	runTrainer(t, trainer, addr, benchTrainer...)
@@ -112,7 +61,7 @@ func TestSyncThroughput(t *testing.T) {
 	// Offline, then prime-sync of the finished run.
 	dir := t.TempDir()
 	addr = freeAddr(t)
-	c = startCollector(t, otelcol, benchOfflineConfig, "PRIME_OTLP_HTTP="+addr, "PRIME_OFFLINE_DIR="+dir)
+	c = startCollector(t, otelcol, collectorConfig(t, "node", benchParams(true)), "PRIME_OTLP_HTTP="+addr, "PRIME_OFFLINE_DIR="+dir)
 	runTrainer(t, trainer, addr, benchTrainer...)
 	runDir := waitEnded(t, dir, c.out.String)
 	c.stop()
@@ -190,7 +139,7 @@ var sweepTrainer = []string{"-episodes-per-step", "100", "-episode-text-bytes", 
 
 func TestParallelRunsSyncSpeedUp(t *testing.T) {
 	start := time.Now()
-	runDirs := trainOfflineRunsWith(t, benchOfflineConfig, sweepRuns, sweepSteps, sweepTrainer...)
+	runDirs := trainOfflineRunsWith(t, collectorConfig(t, "node", benchParams(true)), sweepRuns, sweepSteps, sweepTrainer...)
 	offline := filepath.Dir(runDirs[0])
 	t.Logf("trained %d offline runs in %s", len(runDirs), time.Since(start).Round(time.Second))
 	var objects, lines int

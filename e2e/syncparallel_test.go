@@ -20,7 +20,7 @@ import (
 // their run directories once every run.json records its end.
 func trainOfflineRuns(t *testing.T, n, steps int, trainerArgs ...string) []string {
 	t.Helper()
-	return trainOfflineRunsWith(t, offlineSyncConfig, n, steps, trainerArgs...)
+	return trainOfflineRunsWith(t, offlineSyncConfig(t), n, steps, trainerArgs...)
 }
 
 // trainOfflineRunsWith is trainOfflineRuns through a collector on config,

@@ -39,52 +39,14 @@ const (
 // run's batches in order), and its own metrics served for the counters.
 // persistent adds file_storage for the run registry and the queue, as the
 // recommended config of docs/operations.md does.
-func tracesConfig(persistent bool) string {
-	ext, storage, queueStorage, service := "", "", "", ""
-	if persistent {
-		ext = `
-extensions:
-  file_storage:
-    directory: ${env:PRIME_STORAGE_DIR}`
-		storage = `
-    storage: file_storage`
-		queueStorage = `
-      storage: file_storage`
-		service = `
-  extensions: [file_storage]`
-	}
-	return ext + `
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: ` + tracesTeam + storage + `
-    finalize_grace: 2s
-    samples:
-      step_interval: ` + strconv.Itoa(tracesStepInterval) + `
-    traces:
-      enabled: true
-      endpoint: ${env:PRIME_TRACES_URL}
-      routing: ${env:PRIME_TRACES_ROUTING}
-    retry_on_failure:
-      initial_interval: 200ms
-      max_interval: 1s
-    sending_queue:
-      enabled: true` + queueStorage + `
-      num_consumers: 1
-      batch:
-        flush_timeout: 150ms
-service:` + service + `
-  pipelines:
-    logs:
-      receivers: [otlp]
-      exporters: [prime]
-` + selfTelemetryYAML
+func tracesConfig(t *testing.T, persistent bool) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: tracesTeam, Storage: persistent, FinalizeGrace: "2s", StepInterval: strconv.Itoa(tracesStepInterval),
+		Traces: true, TracesRouting: "${env:PRIME_TRACES_ROUTING}", LogsOnly: true, SelfMetrics: true,
+		Retry: &retryParams{InitialInterval: "200ms", MaxInterval: "1s"},
+		Queue: queueParams{Enabled: true, NumConsumers: 1, FlushTimeout: "150ms"},
+	})
 }
 
 // tracesRig is one fake platform and the collector config pointed at it.
@@ -116,7 +78,7 @@ func newTracesRig(t *testing.T, opts rfttest.Options, routing string, persistent
 	t.Cleanup(platform.Close)
 	_, metricsPort, _ := strings.Cut(freeAddr(t), ":")
 	r := &tracesRig{
-		t: t, otelcol: otelcol, platform: platform, config: tracesConfig(persistent), metricsPort: metricsPort,
+		t: t, otelcol: otelcol, platform: platform, config: tracesConfig(t, persistent), metricsPort: metricsPort,
 		runKey: "traces-run", template: string(tpl), next: tracesBaseTime,
 	}
 	r.env = []string{
