@@ -6,6 +6,10 @@
 // the binaries; scripts/test.sh builds them and passes their paths in
 // PRIME_OTELCOL and PRIME_DEMOTRAINER.
 //
+// The tests' own collector configs are rendered from a few templates in
+// testdata/configs by collectorConfig (configs_test.go), each with the
+// parameters its test sets; the shipped configs of deploy/ run as they are.
+//
 // Files behind the build tag soak are not compiled in CI: the soak
 // (scripts/soak.sh — many concurrent runs through the collector on the
 // production config while a probe samples its RSS and goroutines through
