@@ -110,7 +110,7 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 	// on the platform's 401 (confirmed by whoami), and it sends nothing
 	// more with her key while her trainer goes on.
 	waitFor(t, c, "carol's refused key in the log", 30*time.Second, func() bool {
-		return logHasLine(c.out.String(), "The platform refused the API key", `"tenant": "carol"`)
+		return logHasLine(c.out.String(), "The platform refused this tenant's key", `"tenant": "carol"`)
 	})
 	time.Sleep(time.Second)
 	carolAfterTrip := carried(platform.Requests(), mtCarolKey, revokedAt)
