@@ -39,7 +39,9 @@ type mtGateway struct {
 	httpAddr string   // OTLP/HTTP over TLS
 	grpcAddr string   // OTLP/gRPC over TLS
 	caFile   string   // the CA that signed the receivers' certificate
-	roots    *x509.CertPool
+	// metricsPort is where the collector serves its own metrics.
+	metricsPort string
+	roots       *x509.CertPool
 }
 
 // startMultitenantGateway runs deploy/multitenant/gateway.yaml as shipped,
@@ -50,16 +52,12 @@ func startMultitenantGateway(t *testing.T, otelcol string, platform *rfttest.Ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, err := net.Listen("tcp", "127.0.0.1:"+mtMetricsPort); err != nil {
-		t.Fatalf("127.0.0.1:%s is taken, and deploy/multitenant/gateway.yaml serves its metrics there: %v", mtMetricsPort, err)
-	} else {
-		l.Close()
-	}
 	auth := newFleetAuth(t) // a CA of its own and a certificate for 127.0.0.1
 	g := &mtGateway{
 		otelcol: otelcol, config: string(raw),
 		httpAddr: freeAddr(t), grpcAddr: freeAddr(t), caFile: auth.caFile, roots: x509.NewCertPool(),
 	}
+	_, g.metricsPort, _ = net.SplitHostPort(freeAddr(t))
 	pem, err := os.ReadFile(auth.caFile)
 	if err != nil || !g.roots.AppendCertsFromPEM(pem) {
 		t.Fatalf("reading the test CA: %v", err)
@@ -70,6 +68,7 @@ func startMultitenantGateway(t *testing.T, otelcol string, platform *rfttest.Ser
 		"PRIME_HEALTH_ENDPOINT=" + freeAddr(t),
 		"PRIME_STORAGE_DIR=" + filepath.Join(t.TempDir(), "storage"),
 		"PRIME_TLS_CERT_FILE=" + auth.certFile, "PRIME_TLS_KEY_FILE=" + auth.keyFile,
+		"PRIME_METRICS_PORT=" + g.metricsPort,
 	}
 	g.c = startCollector(t, otelcol, g.config, g.env...)
 	return g

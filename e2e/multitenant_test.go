@@ -18,10 +18,8 @@ import (
 // gateway holds no key: every trainer sends its own as Authorization:
 // Bearer, through the OTel SDK's OTEL_EXPORTER_OTLP_HEADERS.
 //
-// The shipped config serves the collector's own metrics on 127.0.0.1:8888,
-// which it takes from no variable: no other test may hold that port while
-// this one runs, so it is not parallel (nor is any other test that binds
-// 8888, and parallel tests only start once the sequential ones are done).
+// The collector's own metrics are on a free loopback port
+// (PRIME_METRICS_PORT), so the tests hold no fixed port.
 
 // The tenants' platform keys, and a key the platform never issued. None
 // may appear in the collector's output or in what a refused sender is told.
@@ -34,9 +32,6 @@ const (
 
 // mtRunKey is the prime.run.key every tenant sends: one key, a run per tenant.
 const mtRunKey = "shared-experiment"
-
-// mtMetricsPort is where the shipped config serves the collector's metrics.
-const mtMetricsPort = "8888"
 
 func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t *testing.T) {
 	otelcol, trainer := binaries(t)
@@ -103,7 +98,7 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 		return len(a) == 1 && len(b) == 1 && a[0].Status == rfttest.StatusCompleted && b[0].Status == rfttest.StatusCompleted
 	})
 	waitFor(t, c, "bob's refusal counted", 30*time.Second, func() bool {
-		return scrapeCounters(t, c, mtMetricsPort).sum("otelcol_exporter_prime_records_rejected", "reason", "run_refused") > 0
+		return scrapeCounters(t, c, g.metricsPort).sum("otelcol_exporter_prime_records_rejected", "reason", "run_refused") > 0
 	})
 
 	// 3. Carol's later data is dropped at the exporter: her guard tripped
@@ -114,7 +109,7 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 	})
 	time.Sleep(time.Second)
 	carolAfterTrip := carried(platform.Requests(), mtCarolKey, revokedAt)
-	droppedAtTrip := scrapeCounters(t, c, mtMetricsPort).sum("otelcol_exporter_prime_records_rejected", "reason", "unauthorized")
+	droppedAtTrip := scrapeCounters(t, c, g.metricsPort).sum("otelcol_exporter_prime_records_rejected", "reason", "unauthorized")
 	if r := <-carolDone; r.err != nil {
 		fatalf(t, c, "carol's trainer: the receiver still lets her key in (prime_auth's cache), so its export should succeed: %v\n%s", r.err, r.out)
 	}
@@ -124,7 +119,7 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 	polls, notReady := health.stop()
 
 	reqs := platform.Requests()
-	rejected := scrapeCounters(t, c, mtMetricsPort)
+	rejected := scrapeCounters(t, c, g.metricsPort)
 
 	owners := map[string]string{}
 	createdFor := map[string]string{}
@@ -328,7 +323,7 @@ func TestMultitenantGatewayRefusesSendersWithNoKeyOrAWrongKeyOverHTTPAndGRPC(t *
 			fatalf(t, c, "a %s request with %s reached the platform", routeOf(req), k)
 		}
 	}
-	refused := scrapeCounters(t, c, mtMetricsPort)
+	refused := scrapeCounters(t, c, g.metricsPort)
 	for _, reason := range []string{"no_key", "refused"} {
 		if refused.sum("otelcol_prime_auth_refused", "reason", reason) == 0 {
 			fatalf(t, c, "prime_auth counted no refusal with reason %s", reason)
