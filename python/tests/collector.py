@@ -37,20 +37,20 @@ class Collector:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                collector._note(self, body)
-                if not self._let_in(collector.key):
+                request = collector._note(self, body)
+                if not self._let_in(request, collector.key):
                     return
                 if collector.logs_delay:
                     time.sleep(collector.logs_delay)
                 if self.path != "/v1/logs":
                     return self._answer(404, {}, b"")
                 with collector.lock:
-                    collector.requests[-1]["answered"] = collector.logs_status
+                    request["answered"] = collector.logs_status
                 self._answer(collector.logs_status, collector.logs_headers, collector.logs_body)
 
             def do_GET(self):
-                collector._note(self, b"")
-                if not self._let_in(collector.status_route_key or collector.key):
+                request = collector._note(self, b"")
+                if not self._let_in(request, collector.status_route_key or collector.key):
                     return
                 url = urllib.parse.urlsplit(self.path)
                 if url.path != "/prime/v1/runs/status" or not collector.status_route:
@@ -59,12 +59,12 @@ class Collector:
                     answer = collector.answers.pop(0) if len(collector.answers) > 1 else collector.answers[0]
                 self._answer(200, {"Content-Type": "application/json"}, json.dumps(answer).encode())
 
-            def _let_in(self, key):
+            def _let_in(self, request, key):
                 sent = self.headers.get("Authorization")
                 if key is None or sent == f"Bearer {key}":
                     return True
                 with collector.lock:
-                    collector.requests[-1]["answered"] = collector.refusal_status
+                    request["answered"] = collector.refusal_status
                 said = f"authentication didn't succeed: {sent!r} is not a key this gateway lets in" if sent else "no Authorization header"
                 self._answer(collector.refusal_status, {"Content-Type": "text/plain"}, said.encode())
                 return False
@@ -96,12 +96,17 @@ class Collector:
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 
-    def _note(self, handler, body: bytes) -> None:
+    def _note(self, handler, body: bytes) -> Dict[str, Any]:
+        """Keeps the request and returns its entry, for its handler to mark
+        with the answer: requests on other connections (a forked worker's,
+        the parent's) are noted meanwhile, so the last entry may not be it."""
+        request = {
+            "method": handler.command, "path": handler.path, "headers": dict(handler.headers),
+            "body": body, "client_port": handler.client_address[1],
+        }
         with self.lock:
-            self.requests.append({
-                "method": handler.command, "path": handler.path, "headers": dict(handler.headers),
-                "body": body, "client_port": handler.client_address[1],
-            })
+            self.requests.append(request)
+        return request
 
     def posts(self) -> List[Dict[str, Any]]:
         with self.lock:
