@@ -13,7 +13,7 @@ import (
 type tableRow map[string]any
 
 // readTableRows checks an object's schema and compression with readObject
-// (samples_test.go) and returns every row with all its columns.
+// (logs_test.go) and returns every row with all its columns.
 func readTableRows(t *testing.T, body []byte) []tableRow {
 	t.Helper()
 	readObject(t, body)
