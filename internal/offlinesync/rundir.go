@@ -19,6 +19,20 @@ import (
 // run; any other directory is searched one level down for runs (an
 // offline directory). A path that yields no run is an error naming it.
 func RunDirs(paths []string) ([]string, error) {
+	return FindRuns(paths, platform.RunFile)
+}
+
+// FindRuns expands paths the same way for any kind of run: a directory
+// holding one of files is a run (prime-sync report also takes
+// evaluation.json).
+func FindRuns(paths []string, files ...string) ([]string, error) {
+	holds := strings.Join(files, " or ")
+	isRun := func(dir string) bool {
+		return slices.ContainsFunc(files, func(f string) bool {
+			info, err := os.Stat(filepath.Join(dir, f))
+			return err == nil && info.Mode().IsRegular()
+		})
+	}
 	var dirs []string
 	seen := map[string]bool{}
 	add := func(d string) {
@@ -33,9 +47,9 @@ func RunDirs(paths []string) ([]string, error) {
 			return nil, err
 		}
 		if !info.IsDir() {
-			return nil, fmt.Errorf("%s is not a directory: give a run directory (holding %s) or an offline directory", p, platform.RunFile)
+			return nil, fmt.Errorf("%s is not a directory: give a run directory (holding %s) or an offline directory", p, holds)
 		}
-		if isRunDir(p) {
+		if isRun(p) {
 			add(p)
 			continue
 		}
@@ -45,21 +59,16 @@ func RunDirs(paths []string) ([]string, error) {
 		}
 		found := false
 		for _, e := range entries {
-			if d := filepath.Join(p, e.Name()); e.IsDir() && isRunDir(d) {
+			if d := filepath.Join(p, e.Name()); e.IsDir() && isRun(d) {
 				add(d)
 				found = true
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("%s holds no %s and no run directories", p, platform.RunFile)
+			return nil, fmt.Errorf("%s holds no %s and no run directories", p, holds)
 		}
 	}
 	return dirs, nil
-}
-
-func isRunDir(dir string) bool {
-	info, err := os.Stat(filepath.Join(dir, platform.RunFile))
-	return err == nil && info.Mode().IsRegular()
 }
 
 // readRun reads run.json.
