@@ -97,7 +97,7 @@ func New(opts Options) (*Client, error) {
 		userAgent:   cmp.Or(opts.UserAgent, defaultUserAgent),
 	}
 	if c.sleep == nil {
-		c.sleep = sleepContext
+		c.sleep = Sleep
 	}
 	if c.jitter == nil {
 		c.jitter = rand.Float64

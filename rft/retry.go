@@ -88,8 +88,11 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// sleepContext waits d or until ctx is done, whichever comes first.
-func sleepContext(ctx context.Context, d time.Duration) error {
+// Sleep waits d or until ctx is done, whichever comes first, and returns
+// ctx's error if it ended the wait. The client waits with it between
+// attempts, and so does prime-sync between its rounds: one timer wait that
+// stops its timer and honours cancellation, not a copy in each package.
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

@@ -281,11 +281,11 @@ func TestTheDefaultSleepReturnsAsSoonAsTheContextIsDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// An hour-long wait that returns at once proves the context is honoured.
-	if err := sleepContext(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Errorf("sleepContext = %v, want context.Canceled", err)
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sleep = %v, want context.Canceled", err)
 	}
-	if err := sleepContext(context.Background(), time.Nanosecond); err != nil {
-		t.Errorf("sleepContext = %v", err)
+	if err := Sleep(context.Background(), time.Nanosecond); err != nil {
+		t.Errorf("Sleep = %v", err)
 	}
 }
 

@@ -44,7 +44,7 @@ type Options struct {
 	// (0 → 5 minutes, exporterhelper's default).
 	RetryFor time.Duration
 	Progress Progress
-	// Sleep waits between retries; nil → a timer honouring ctx. Tests
+	// Sleep waits between retries; nil → rft.Sleep, a timer honouring ctx. Tests
 	// inject.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -68,7 +68,7 @@ func Sync(ctx context.Context, opts Options, dirs []string) []Report {
 		opts.Progress = quiet{}
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = rft.Sleep
 	}
 	var total int64
 	for _, d := range dirs {
@@ -208,15 +208,4 @@ func syncRun(ctx context.Context, opts *Options, dir string) Report {
 func failed(rep Report, err error) Report {
 	rep.Err, rep.Outcome = err, outcomeOf(err)
 	return rep
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
