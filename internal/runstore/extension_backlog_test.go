@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/primeintellect/primeexporter/internal/fleettest"
 	"github.com/primeintellect/primeexporter/internal/memstorage"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runstore"
@@ -17,15 +18,15 @@ import (
 
 func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *testing.T) {
 	disk := memstorage.New()
-	api := &countingRuns{}
+	api := &fleettest.CountingRuns{}
 	now := time.Now()
 	c := startExt(t, disk, api, func(o *runstore.ExtensionOptions) { o.Now = func() time.Time { return now } })
 	ctx := context.Background()
 
 	disk.Fill("/var/lib/otelcol/prime/exporter_prime__runs")
-	l, err := c.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
+	l, err := c.reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err, "data is taken while the disk is full")
-	obj := l.Object(ctx, pendingFP, 4)
+	obj := l.Pending(ctx, pendingFP, 4)
 	l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
 	replay, err := l.Delivered(ctx, 7, []uint64{1, 2, 3, 9})
 	require.NoError(t, err)
@@ -43,7 +44,7 @@ func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *te
 	// Space comes back: the next write takes what waited; the status
 	// clears once writes have gone through for a while.
 	disk.Free()
-	l, err = c.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
+	l, err = c.reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	l.MarkDelivered(ctx, 7, []uint64{4})
 	require.Len(t, c.health, 1, "a full disk takes some writes: one is not enough to clear the status")
@@ -57,11 +58,11 @@ func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *te
 
 	// A restart finds what was written while the disk was full.
 	restarted := startExt(t, disk, api)
-	l, err = restarted.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
+	l, err = restarted.reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	defer l.Release()
 	assert.Equal(t, "run-1", l.ID(), "one run across the restart")
-	assert.Equal(t, obj.Range, l.Object(ctx, pendingFP, 4).Range, "the pending upload keeps its range")
+	assert.Equal(t, obj.Range(), l.Pending(ctx, pendingFP, 4).Range(), "the pending upload keeps its range")
 	done, err := l.Delivered(ctx, 7, []uint64{1, 2, 3, 4})
 	require.NoError(t, err)
 	assert.Equal(t, []bool{true, true, true, true}, done)
@@ -70,10 +71,10 @@ func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *te
 
 func TestShuttingDownOnAFullDiskSaysWhatARestartForgets(t *testing.T) {
 	disk := memstorage.New()
-	c := startExt(t, disk, &countingRuns{})
+	c := startExt(t, disk, &fleettest.CountingRuns{})
 	ctx := context.Background()
 	disk.Fill("/var/lib/otelcol/prime/exporter_prime__runs")
-	l, err := c.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
+	l, err := c.reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	l.MarkDelivered(ctx, 7, []uint64{1, 2})
 	l.Release()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/primeintellect/primeexporter/internal/fleettest"
 	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runstore"
@@ -136,31 +137,31 @@ func TestADamagedSharedRegistryRepairsOrSetsAsideEachKeyWithOneLine(t *testing.T
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.New(t)
-			api := &countingRuns{}
+			api := &fleettest.CountingRuns{}
 			ctx := context.Background()
-			first := newNode(t, srv, api)
-			l, err := first.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
+			first := fleettest.NewNode(t, srv, api)
+			l, err := first.Reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err)
-			require.Equal(t, int64(0), l.Object(ctx, pendingFP, 4).Range)
+			require.Equal(t, int64(0), l.Pending(ctx, pendingFP, 4).Range())
 			l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
 			l.Release()
-			require.NoError(t, tc.damage(ctx, redisClient(t, srv)))
+			require.NoError(t, tc.damage(ctx, fleettest.RedisClient(t, srv)))
 
 			// Another collector takes the run over (the first was
 			// replaced, or the run moved).
-			next := newNode(t, srv, api)
-			l, err = next.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
+			next := fleettest.NewNode(t, srv, api)
+			l, err = next.Reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err, "the damaged run's data is taken")
-			got := sharedGoesOn{runID: l.ID(), pendingRange: l.Object(ctx, pendingFP, 4).Range, nextRange: l.Object(ctx, 0xdef, 4).Range}
+			got := sharedGoesOn{runID: l.ID(), pendingRange: l.Pending(ctx, pendingFP, 4).Range(), nextRange: l.Pending(ctx, 0xdef, 4).Range()}
 			got.delivered = deliveredAfterDamage(t, l)
 			l.Release()
 
 			assert.Equal(t, tc.want, got)
-			problems := problems(next.logs)
+			problems := problems(next.Logs)
 			require.Len(t, problems, 1, "one line for the damage: %q", problems)
 			assert.Contains(t, problems[0], tc.line)
 			select {
-			case err := <-next.health:
+			case err := <-next.Health:
 				t.Fatalf("damage turned the status to %v: it is not Redis being down", err)
 			default:
 			}
@@ -174,7 +175,7 @@ func TestAKeyOfAnotherTypeIsNotRedisBeingDown(t *testing.T) {
 	var health []error
 	s := runstore.NewRedisStore(runstore.RedisOptions{Endpoint: srv.Addr(), Prefix: "test", Health: func(err error) { health = append(health, err) }})
 	t.Cleanup(func() { _ = s.Close(ctx) })
-	require.NoError(t, redisClient(t, srv).HSet(ctx, "test:claim:create:key:a", "f", "v").Err())
+	require.NoError(t, fleettest.RedisClient(t, srv).HSet(ctx, "test:claim:create:key:a", "f", "v").Err())
 
 	err := s.Unclaim(ctx, "create:key:a", "me")
 	require.ErrorContains(t, err, "WRONGTYPE")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,7 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/primeintellect/primeexporter/internal/logonce"
+	"github.com/primeintellect/primeexporter/internal/fleettest"
 	"github.com/primeintellect/primeexporter/internal/memstorage"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
@@ -49,7 +48,7 @@ func (c *extCollector) stop(t *testing.T) {
 	}
 }
 
-func startExt(t *testing.T, client storage.Client, api *countingRuns, edits ...func(*runstore.ExtensionOptions)) *extCollector {
+func startExt(t *testing.T, client storage.Client, api *fleettest.CountingRuns, edits ...func(*runstore.ExtensionOptions)) *extCollector {
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
 	logger := zap.New(core)
@@ -58,14 +57,7 @@ func startExt(t *testing.T, client storage.Client, api *countingRuns, edits ...f
 	for _, edit := range edits {
 		edit(&opts)
 	}
-	store := runstore.NewExtensionStore(client, opts)
-	c.reg = runs.New(runs.Config{
-		RequireTeam: true, TeamID: "team-1", FinalizeTimeout: 5 * time.Second,
-		Defaults: runs.Defaults{Model: "Qwen/Qwen3-8B"},
-		Where:    func(string) zap.Field { return zap.Skip() },
-	}, runs.Deps{API: api, Store: store, Logger: logger, Warn: logonce.New(logger, 0), Tel: &tally{}})
-	c.reg.Restore(context.Background())
-	c.reg.Start()
+	c.reg = fleettest.Start(fleettest.Config(), api, runstore.NewExtensionStore(client, opts), logger, &fleettest.Tally{})
 	t.Cleanup(func() { c.stop(t) })
 	return c
 }
@@ -99,13 +91,13 @@ func deliveredAfterDamage(t *testing.T, l runs.Lease) bool {
 }
 
 // storeDamagedRun writes the run of these tests through a first registry.
-func storeDamagedRun(t *testing.T, client storage.Client, api *countingRuns) {
+func storeDamagedRun(t *testing.T, client storage.Client, api *fleettest.CountingRuns) {
 	t.Helper()
 	first := startExt(t, client, api)
 	ctx := context.Background()
-	l, err := first.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
+	l, err := first.reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
-	require.Equal(t, int64(0), l.Object(ctx, pendingFP, 4).Range)
+	require.Equal(t, int64(0), l.Pending(ctx, pendingFP, 4).Range())
 	l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
 	l.Release()
 	first.stop(t)
@@ -287,7 +279,7 @@ func TestADamagedRunStoreStartsAndRecoversOrLeavesOutEachRunWithOneLine(t *testi
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := memstorage.New()
-			api := &countingRuns{}
+			api := &fleettest.CountingRuns{}
 			storeDamagedRun(t, client, api)
 			tc.damage(t, client)
 
@@ -297,9 +289,9 @@ func TestADamagedRunStoreStartsAndRecoversOrLeavesOutEachRunWithOneLine(t *testi
 			}
 			restarted := startExt(t, sc, api)
 			ctx := context.Background()
-			l, err := restarted.reg.Acquire(ctx, keyedResource("a"), reject.SignalLogs, 1)
+			l, err := restarted.reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err, "the damaged run's data is taken")
-			got := goesOn{runID: l.ID(), pendingRange: l.Object(ctx, pendingFP, 4).Range}
+			got := goesOn{runID: l.ID(), pendingRange: l.Pending(ctx, pendingFP, 4).Range()}
 			if got.pendingRange >= fallbackRangeLow {
 				got.pendingRange = -1
 			}
@@ -339,7 +331,7 @@ func (f failingReads) Batch(ctx context.Context, ops ...*storage.Operation) erro
 
 func TestAStoreThatCannotBeReadAtStartDoesNotStopTheCollector(t *testing.T) {
 	client := memstorage.New()
-	api := &countingRuns{}
+	api := &fleettest.CountingRuns{}
 	storeDamagedRun(t, client, api)
 
 	restarted := startExt(t, failingReads{client}, api)
@@ -373,20 +365,20 @@ func (c *readsFailAtFirst) Batch(ctx context.Context, ops ...*storage.Operation)
 
 func TestARunIndexThatCouldNotBeReadAtStartIsNotOverwritten(t *testing.T) {
 	client := memstorage.New()
-	api := &countingRuns{}
+	api := &fleettest.CountingRuns{}
 	storeDamagedRun(t, client, api)
 
 	flaky := &readsFailAtFirst{failingReads: failingReads{client}}
 	restarted := startExt(t, flaky, api)
 	flaky.healed = true
 	// A new run's record adds it to the index, which must keep run "a".
-	l, err := restarted.reg.Acquire(context.Background(), keyedResource("b"), reject.SignalLogs, 1)
+	l, err := restarted.reg.Acquire(context.Background(), fleettest.KeyedResource("b"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	l.Release()
 	restarted.stop(t)
 
 	third := startExt(t, client, api)
-	l, err = third.reg.Acquire(context.Background(), keyedResource("a"), reject.SignalLogs, 1)
+	l, err = third.reg.Acquire(context.Background(), fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	defer l.Release()
 	assert.Equal(t, "run-1", l.ID(), "the run saved before the unreadable start is still restored")
