@@ -50,12 +50,19 @@ type collectorParams struct {
 	// MemoryLimitMiB puts memory_limiter (checked every 100ms) in both
 	// pipelines; 0 leaves it out.
 	MemoryLimitMiB, SpikeLimitMiB int
+	// PrimeAuth adds the prime_auth extension (checking keys with the
+	// platform at ${env:PRIME_API_BASE}) and a second OTLP/HTTP receiver
+	// behind it, otlp/auth on ${env:PRIME_OTLP_AUTH_HTTP} with
+	// include_metadata, which both pipelines take from as well.
+	PrimeAuth bool
 
 	// SelfMetrics serves the collector's own metrics at level normal in the
 	// Prometheus text format on ${env:PRIME_METRICS_PORT}, named as the
 	// collector names them by default (no unit or type suffix); otherwise
 	// the level is none.
 	SelfMetrics bool
+	// MetricsLevel, with SelfMetrics, is the level in place of normal.
+	MetricsLevel string
 	// LogsUnsampled keeps every log line (the collector samples them by
 	// default).
 	LogsUnsampled bool
@@ -84,7 +91,7 @@ func (p collectorParams) ExtensionList() string {
 	for _, e := range []struct {
 		on   bool
 		name string
-	}{{p.Storage, "file_storage"}, {p.Pprof, "pprof"}, {p.Status, "prime_status"}} {
+	}{{p.Storage, "file_storage"}, {p.Pprof, "pprof"}, {p.Status, "prime_status"}, {p.PrimeAuth, "prime_auth"}} {
 		if e.on {
 			names = append(names, e.name)
 		}
@@ -112,7 +119,8 @@ func TestEveryConfigTemplateRendersToYAMLWithBareAndFullParameters(t *testing.T)
 		FinalizeGrace: "2s", FinalizeTimeout: "1m", StepInterval: "2", Traces: true, TracesRouting: "all",
 		Retry: &retryParams{Enabled: true, InitialInterval: "1s", MaxInterval: "5s", MaxElapsedTime: "0"},
 		Queue: queueParams{Enabled: true, WaitForResult: "true", NumConsumers: 2, Size: "5000", FlushTimeout: "300ms"},
-		Debug: true, Pprof: true, Status: true, MemoryLimitMiB: 400, SpikeLimitMiB: 100, SelfMetrics: true, LogsUnsampled: true,
+		Debug: true, Pprof: true, Status: true, MemoryLimitMiB: 400, SpikeLimitMiB: 100, PrimeAuth: true,
+		SelfMetrics: true, MetricsLevel: "detailed", LogsUnsampled: true,
 	}
 	for _, name := range []string{"node", "gateway"} {
 		for _, p := range []collectorParams{{}, {Offline: true}, full} {

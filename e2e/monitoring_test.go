@@ -31,65 +31,19 @@ const monitoringDir = "../deploy/monitoring"
 
 // monitoringConfig is a gateway-shaped config at the telemetry level
 // ${env:PRIME_METRICS_LEVEL}: a memory sending queue small enough that an
-// outage fills it (its size and capacity gauges, and its failed offers), Prime Traces on (its upload counters), and a second OTLP receiver behind prime_auth, so that a request
-// without a key is refused and counted (otelcol_prime_auth_refused).
-const monitoringConfig = `
-extensions:
-  prime_auth:
-    endpoint: ${env:PRIME_API_BASE}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_HTTP}
-  otlp/auth:
-    protocols:
-      http:
-        endpoint: ${env:PRIME_OTLP_AUTH_HTTP}
-        include_metadata: true
-        auth:
-          authenticator: prime_auth
-exporters:
-  prime:
-    endpoint: ${env:PRIME_API_BASE}
-    api_key: ${env:PRIME_API_KEY}
-    team_id: team-e2e
-    finalize_grace: 1s
-    samples:
-      step_interval: 2
-    traces:
-      enabled: true
-      endpoint: ${env:PRIME_TRACES_URL}
-      routing: both
-    retry_on_failure:
-      initial_interval: 200ms
-    sending_queue:
-      enabled: true
-      queue_size: 3
-      batch:
-        flush_timeout: 200ms
-service:
-  extensions: [prime_auth]
-  pipelines:
-    metrics:
-      receivers: [otlp, otlp/auth]
-      exporters: [prime]
-    logs:
-      receivers: [otlp, otlp/auth]
-      exporters: [prime]
-  telemetry:
-    metrics:
-      level: ${env:PRIME_METRICS_LEVEL}
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: ${env:PRIME_METRICS_PORT}
-                without_units: true
-                without_type_suffix: true
-                without_scope_info: true
-`
+// outage fills it (its size and capacity gauges, and its failed offers),
+// Prime Traces on (its upload counters), and a second OTLP receiver behind
+// prime_auth, so that a request without a key is refused and counted
+// (otelcol_prime_auth_refused).
+func monitoringConfig(t *testing.T) string {
+	t.Helper()
+	return collectorConfig(t, "node", collectorParams{
+		Team: "team-e2e", FinalizeGrace: "1s", StepInterval: "2", Traces: true, TracesRouting: "both",
+		Retry:     &retryParams{InitialInterval: "200ms"},
+		Queue:     queueParams{Enabled: true, Size: "3", FlushTimeout: "200ms"},
+		PrimeAuth: true, SelfMetrics: true, MetricsLevel: "${env:PRIME_METRICS_LEVEL}",
+	})
+}
 
 // scrapeTargetLabels are the labels Prometheus adds to every scraped series.
 var scrapeTargetLabels = []string{"instance", "job"}
@@ -167,7 +121,7 @@ func exportedNames(t *testing.T, otelcol, trainer, level string) map[string][]st
 
 	addr, authAddr := freeAddr(t), freeAddr(t)
 	_, metricsPort, _ := strings.Cut(freeAddr(t), ":")
-	c := startCollector(t, otelcol, monitoringConfig,
+	c := startCollector(t, otelcol, monitoringConfig(t),
 		"PRIME_OTLP_HTTP="+addr, "PRIME_OTLP_AUTH_HTTP="+authAddr, "PRIME_METRICS_PORT="+metricsPort,
 		"PRIME_METRICS_LEVEL="+level, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey,
 		"PRIME_TRACES_URL="+platform.URL())
