@@ -1,5 +1,5 @@
-// Command primebench is the project's end-to-end benchmark (issue 11, run
-// by scripts/bench.sh, not part of CI): how many prime.episode records a
+// Command primebench is the project's end-to-end benchmark (issues 11 and
+// 34, run by scripts/bench.sh, not part of CI): how many prime.episode records a
 // collector with the prime exporter moves per second and per CPU second,
 // next to the same collector with the debug exporter (the pipeline's floor)
 // and with the otlphttp exporter (a stock exporter that also encodes,
@@ -7,6 +7,16 @@
 //
 // Design decisions:
 //
+//   - The load is a trainer's load, in shapes reported apart (shape*.go),
+//     since the exporter's cost per byte depends on how an episode lays out
+//     its text: plain (the first load, a pdata map, kept so that figures
+//     compare with earlier runs), verifiers (a tool-using chat whose
+//     trajectory repeats the prompt and completion), native (the
+//     Episode.to_record() fixture, lengthened) and tokens (token ids and
+//     logprobs); the last three are JSON text, as prime-otel sends every
+//     episode. Each shape comes at about 2 KB and 200 KB, its filler sized
+//     by measuring the record, and its text is words drawn as prose is, so
+//     that the compression figures are honest.
 //   - One collector binary (bench/builder-config.yaml) and one config shape
 //     for all three: the otlp gRPC receiver and the same in-memory
 //     sending_queue (bytes sizer, 256 MiB, 4 consumers, batches of 1–8 MiB

@@ -119,20 +119,3 @@ func fillEpisode(lr plog.LogRecord, ep episode) {
 	timing.PutDouble("generation_ms", 200+r.Float64()*1800)
 	timing.PutDouble("scoring_ms", 1+r.Float64()*20)
 }
-
-// episodePadding is the filler that brings an episode's encoded record to
-// about size bytes. The filler is repeated (the prompt is in every branch),
-// so its share is measured, not assumed: two probe records give the fixed
-// part and the bytes per byte of filler.
-func episodePadding(size int) int {
-	const probe = 10_000
-	recordSize := func(padding int) int {
-		lr := plog.NewLogRecord()
-		fillEpisode(lr, episode{seed: 1, step: 10, problemID: 1, timestamp: 1, padding: padding})
-		var m plog.ProtoMarshaler
-		return m.LogRecordSize(lr)
-	}
-	fixed := recordSize(0)
-	perByte := float64(recordSize(probe)-fixed) / probe
-	return max(0, int(float64(size-fixed)/perByte))
-}

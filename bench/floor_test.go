@@ -6,7 +6,7 @@ import (
 )
 
 func TestTheFloorsTextIsTheLoadsCellsColumnByColumn(t *testing.T) {
-	spec := loadSpec{name: "t", episodes: 40, episodeBytes: 2 << 10, perRequest: 16, perStep: 20, runs: 2}
+	spec := loadSpec{name: "t", shape: plainShape(t), episodes: 40, episodeBytes: 2 << 10, perRequest: 16, perStep: 20, runs: 2}
 	l, err := buildLoad(spec, 2)
 	if err != nil {
 		t.Fatal(err)

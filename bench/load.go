@@ -12,7 +12,10 @@ import (
 
 // loadSpec sizes one load.
 type loadSpec struct {
-	name         string // how the table names it, e.g. "2KB"
+	name         string // how the tables name it, e.g. "verifiers-2KB": shape and size
+	shape        shape
+	size         string // the size's name, e.g. "2KB"
+	large        bool   // the large episodes, which issue 34's targets set apart
 	episodes     int
 	episodeBytes int // the encoded size of one episode record, about
 	perRequest   int // episodes per OTLP request, as a trainer's SDK batches them
@@ -56,7 +59,7 @@ func plan(spec loadSpec) []request {
 // buildLoad encodes every request of spec, on workers goroutines.
 func buildLoad(spec loadSpec, workers int) (*load, error) {
 	reqs := plan(spec)
-	padding := episodePadding(spec.episodeBytes)
+	padding := episodePadding(spec.shape, spec.episodeBytes)
 	// Distinct timestamps, with the chat text, keep every episode distinct
 	// to the exporter's replay detection.
 	base := pcommon.NewTimestampFromTime(time.Now().Truncate(time.Second))
@@ -97,11 +100,11 @@ func encodeRequest(spec loadSpec, req request, padding int, base pcommon.Timesta
 	attrs.PutStr("prime.run.model", "Qwen/Qwen3-8B")
 	attrs.PutStr("prime.run.name", fmt.Sprintf("bench %s run %d", spec.name, req.run))
 	sl := rl.ScopeLogs().AppendEmpty()
-	sl.Scope().SetName("verifiers")
+	sl.Scope().SetName(spec.shape.scope)
 	records := sl.LogRecords()
 	records.EnsureCapacity(req.count)
 	for i := req.first; i < req.first+req.count; i++ {
-		fillEpisode(records.AppendEmpty(), episode{
+		spec.shape.fill(records.AppendEmpty(), episode{
 			seed:      uint64(i) + 1,
 			step:      req.step,
 			problemID: int64(i % spec.perStep),

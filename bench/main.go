@@ -59,6 +59,7 @@ func parseFlags(args []string) (options, error) {
 	large := fs.Int("large", 4_000, "episodes of the large load")
 	largeBytes := fs.Int("large-bytes", 200<<10, "encoded size of a large episode")
 	runs := fs.Int("runs", 8, "training runs the load carries at once")
+	shapeList := fs.String("shapes", "", "episode shapes, each a pair of loads reported apart (default: every shape: plain,verifiers,native,tokens)")
 	quick := fs.Bool("quick", false, "one rep of a tenth of each load: a smoke run, not a measurement")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "also write a CPU profile of prime and of debug per load here (pprof extension)")
 	fs.StringVar(&o.harnessProfile, "harness-profile", "", "write a CPU profile of this process (senders, fake platform, sink, floor) here")
@@ -86,11 +87,24 @@ func parseFlags(args []string) (options, error) {
 	if o.reps < 1 || o.run.senders < 1 || *runs < 1 {
 		return o, errors.New("-reps, -senders and -runs must be positive")
 	}
+	all, err := newShapes()
+	if err != nil {
+		return o, err
+	}
+	shapes := all
+	if *shapeList != "" {
+		if shapes, err = pickShapes(all, *shapeList); err != nil {
+			return o, err
+		}
+	}
 	// Requests stay well below the otlp receiver's 4 MiB message limit, and
 	// near what an SDK's batch processor sends (512 records at most).
-	o.loads = []loadSpec{
-		{name: sizeName(*smallBytes), episodes: *small, episodeBytes: *smallBytes, perRequest: clamp((512<<10) / *smallBytes, 1, 512), perStep: 1000, runs: *runs},
-		{name: sizeName(*largeBytes), episodes: *large, episodeBytes: *largeBytes, perRequest: clamp((2<<20) / *largeBytes, 1, 512), perStep: 50, runs: *runs},
+	for _, sh := range shapes {
+		o.loads = append(o.loads,
+			loadSpec{name: sh.name + "-" + sizeName(*smallBytes), shape: sh, size: sizeName(*smallBytes), episodes: *small, episodeBytes: *smallBytes,
+				perRequest: clamp((512<<10) / *smallBytes, 1, 512), perStep: 1000, runs: *runs},
+			loadSpec{name: sh.name + "-" + sizeName(*largeBytes), shape: sh, size: sizeName(*largeBytes), large: true, episodes: *large, episodeBytes: *largeBytes,
+				perRequest: clamp((2<<20) / *largeBytes, 1, 512), perStep: 50, runs: *runs})
 	}
 	return o, nil
 }
@@ -129,7 +143,8 @@ func main() {
 	}
 }
 
-// run measures each load in turn (one load's bytes in memory at a time),
+// run measures each load in turn (a shape's small load, then its large
+// one, shape after shape; one load's bytes in memory at a time),
 // reps interleaved across overflow modes and configurations, each rep
 // starting with the Snappy floor at the load's text, and prints the tables
 // and ratios.
@@ -161,7 +176,7 @@ func run(ctx context.Context, o options) error {
 			progress("load %s rep %d Snappy floor %.1f µs CPU per episode, every core compressing (%.1f KB of cell text each)", spec.name, r,
 				float64(f)/float64(time.Microsecond), float64(len(ft.text))/float64(ft.episodes)/1024)
 			for _, mode := range o.modes {
-				col := column{load: spec.name, mode: mode}
+				col := spec.column(mode)
 				if results[col] == nil {
 					results[col] = map[string][]result{}
 				}
@@ -180,7 +195,7 @@ func run(ctx context.Context, o options) error {
 		rep.floors[spec.name] = time.Duration(median(floors))
 		rep.loads = append(rep.loads, l)
 		for _, mode := range o.modes {
-			col := column{load: spec.name, mode: mode}
+			col := spec.column(mode)
 			rep.cols = append(rep.cols, col)
 			rep.figs[col] = map[string]figures{}
 			for c, rs := range results[col] {
@@ -191,7 +206,7 @@ func run(ctx context.Context, o options) error {
 			if o.profileDir == "" || !slices.Contains(o.configs, config) {
 				continue
 			}
-			col := column{load: spec.name, mode: o.modes[0]}
+			col := spec.column(o.modes[0])
 			if err := profile(ctx, o, l, config, o.modes[0], rep.figs[col][config].wall); err != nil {
 				return err
 			}
@@ -201,7 +216,9 @@ func run(ctx context.Context, o options) error {
 		}
 		l.requests = nil // the next load needs the memory
 	}
-	rep.printRatios(os.Stdout)
+	for _, sh := range rep.shapes() {
+		rep.printRatios(os.Stdout, sh)
+	}
 	rep.printTargets(os.Stdout)
 	return nil
 }

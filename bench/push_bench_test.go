@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -11,15 +12,44 @@ import (
 	"github.com/primeintellect/primeexporter/internal/sampletable"
 )
 
-// BenchmarkLoadEpisodes is the exporter's own work on the bench's 2 KB
-// episodes, in process: the mapping of a step's records into an arena, and
-// the Parquet object they become. It is the part of prime's CPU per episode
-// in scripts/bench.sh that `debug` does not pay, without the receiver, the
-// queue and the platform's round trips around it, so that a change to it
-// can be timed in a minute where the collector's figure moves by a fifth
-// between runs.
+// BenchmarkLoadEpisodes is the exporter's own work on the bench's
+// episodes, shape by shape at 2 KB and 200 KB, in process: the mapping of
+// a step's records into an arena, and the Parquet object they become. It
+// is the part of prime's CPU per episode in scripts/bench.sh that `debug`
+// does not pay, without the receiver, the queue and the platform's round
+// trips around it, so that a change to it can be timed (and profiled, with
+// -cpuprofile) in a minute where the collector's figure moves by a fifth
+// between runs. The shape verifiers-map is the verifiers episode sent as a
+// pdata map rather than JSON text (as plain is), which tells the cost of
+// the episode's layout from that of its encoding.
 func BenchmarkLoadEpisodes(b *testing.B) {
-	spec := loadSpec{name: "2KB", episodes: 1024, episodeBytes: 2 << 10, perRequest: 256, perStep: 1024, runs: 1}
+	shapes := testShapes(b)
+	verifiers, err := pickShapes(shapes, "verifiers")
+	if err != nil {
+		b.Fatal(err)
+	}
+	shapes = append(shapes, shape{name: "verifiers-map", scope: verifiers[0].scope, fill: func(lr plog.LogRecord, ep episode) {
+		verifiers[0].fill(lr, ep)
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(lr.Body().Str()), &doc); err != nil {
+			b.Fatal(err)
+		}
+		if err := lr.Body().SetEmptyMap().FromRaw(doc); err != nil {
+			b.Fatal(err)
+		}
+	}})
+	for _, sh := range shapes {
+		for _, size := range []struct {
+			bytes, episodes int
+		}{{2 << 10, 1024}, {200 << 10, 32}} {
+			b.Run(sh.name+"/"+sizeName(size.bytes), func(b *testing.B) {
+				benchmarkEpisodes(b, loadSpec{name: "b", shape: sh, episodes: size.episodes, episodeBytes: size.bytes, perRequest: 256, perStep: size.episodes, runs: 1})
+			})
+		}
+	}
+}
+
+func benchmarkEpisodes(b *testing.B, spec loadSpec) {
 	l, err := buildLoad(spec, 2)
 	if err != nil {
 		b.Fatal(err)

@@ -59,13 +59,23 @@ func median(vs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// column is one load in one overflow mode: a column of the ratios.
+// column is one load in one overflow mode: a column of its shape's
+// ratios.
 type column struct {
-	load string
-	mode overflowMode
+	shape string
+	size  string
+	large bool
+	mode  overflowMode
 }
 
-func (c column) String() string { return c.load + " " + string(c.mode) }
+// column is spec's load in mode.
+func (spec loadSpec) column(mode overflowMode) column {
+	return column{shape: spec.shape.name, size: spec.size, large: spec.large, mode: mode}
+}
+
+// load is the name of the column's load, as the floors are keyed.
+func (c column) load() string   { return c.shape + "-" + c.size }
+func (c column) String() string { return c.size + " " + string(c.mode) }
 
 // report is every figure of a run.
 type report struct {
@@ -79,9 +89,9 @@ type report struct {
 
 // printLoad prints one load's table in one overflow mode.
 func (r *report) printLoad(w io.Writer, l *load, mode overflowMode) {
-	figs := r.figs[column{l.spec.name, mode}]
-	fmt.Fprintf(w, "\nload %s, queue %s when full: %d episodes of ~%.1f KB (%.1f MB of OTLP in %d requests), %d runs; median of %d reps\n",
-		l.spec.name, mode, l.spec.episodes, float64(l.bytes)/float64(l.spec.episodes)/1024, float64(l.bytes)/1e6,
+	figs := r.figs[l.spec.column(mode)]
+	fmt.Fprintf(w, "\nshape %s, load %s, queue %s when full: %d episodes of ~%.1f KB (%.1f MB of OTLP in %d requests), %d runs; median of %d reps\n",
+		l.spec.shape.name, l.spec.size, mode, l.spec.episodes, float64(l.bytes)/float64(l.spec.episodes)/1024, float64(l.bytes)/1e6,
 		len(l.requests), l.spec.runs, r.reps)
 	fmt.Fprintf(w, "%-10s %12s %9s %16s %14s %14s %12s %8s %8s\n", "config", "episodes/s", "MB/s", "CPU ms/1k ep", "harness ms/1k", "peak RSS MiB", "peak queue", "wall s", "retries")
 	for _, c := range configurations {
@@ -121,7 +131,7 @@ func of(other string, get func(figures) float64) func(*report, column) (float64,
 func floorCPU(r *report, col column) (float64, bool) {
 	p, okP := r.figs[col]["prime"]
 	d, okD := r.figs[col]["debug"]
-	fl, okF := r.floors[col.load]
+	fl, okF := r.floors[col.load()]
 	if !okP || !okD || !okF {
 		return 0, false
 	}
@@ -134,7 +144,7 @@ func floorCPU(r *report, col column) (float64, bool) {
 func floorThroughput(r *report, col column) (float64, bool) {
 	p, okP := r.figs[col]["prime"]
 	d, okD := r.figs[col]["debug"]
-	fl, okF := r.floors[col.load]
+	fl, okF := r.floors[col.load()]
 	if !okP || !okD || !okF || d.episodesPerSec == 0 {
 		return 0, false
 	}
@@ -157,18 +167,36 @@ func (r *report) ratios() []ratio {
 	}
 }
 
-// printRatios ends the report: prime against each other configuration
-// and against the floor, for throughput (higher is better for prime), CPU
-// per episode, peak queue and peak RSS (lower is), per load and mode.
-func (r *report) printRatios(w io.Writer) {
-	fmt.Fprintf(w, "\n%-34s", "ratios")
+// shapes are the report's shapes, in the order they ran.
+func (r *report) shapes() []string {
+	var out []string
 	for _, c := range r.cols {
+		if !slices.Contains(out, c.shape) {
+			out = append(out, c.shape)
+		}
+	}
+	return out
+}
+
+// printRatios prints one shape's ratios: prime against each other
+// configuration and against the floor, for throughput (higher is better
+// for prime), CPU per episode, peak queue and peak RSS (lower is), per load
+// and mode.
+func (r *report) printRatios(w io.Writer, shape string) {
+	var cols []column
+	for _, c := range r.cols {
+		if c.shape == shape {
+			cols = append(cols, c)
+		}
+	}
+	fmt.Fprintf(w, "\n%-34s", "ratios, shape "+shape)
+	for _, c := range cols {
 		fmt.Fprintf(w, " %14s", c)
 	}
 	fmt.Fprintln(w)
 	for _, row := range r.ratios() {
 		fmt.Fprintf(w, "%-34s", row.label)
-		for _, c := range r.cols {
+		for _, c := range cols {
 			if v, ok := row.get(r, c); ok {
 				fmt.Fprintf(w, " %14.2f", v)
 			} else {
@@ -180,60 +208,55 @@ func (r *report) printRatios(w io.Writer) {
 	fmt.Fprintf(w, "(floor-bound: 1/(1/debug's episodes/s + floor/%d cores); the floor per episode is in each load's table)\n", r.cores)
 }
 
-// goal is one of issue 21's: a ratio, on the small (2 KB) or large
-// (200 KB) load, in the block mode or in every mode.
+// goal is one of issue 34's targets: a ratio on every shape's small (2 KB)
+// or large (200 KB) load, with the queue blocking when full.
 type goal struct {
-	label    string
-	large    bool
-	allModes bool
-	get      func(*report, column) (float64, bool)
-	limit    float64
-	atMost   bool
+	label  string
+	large  bool
+	limit  float64
+	atMost bool
 }
 
-func (r *report) goals() []goal {
+func goals() []goal {
+	return []goal{
+		{"throughput   prime/debug", false, 0.8, false},
+		{"CPU/episode  prime/debug", false, 1.5, true},
+		{"CPU/episode  prime/(debug+floor)", true, 1.3, true},
+	}
+}
+
+// printTargets says which of issue 34's targets this run meets, shape by
+// shape.
+func (r *report) printTargets(w io.Writer) {
 	row := map[string]func(*report, column) (float64, bool){}
 	for _, rt := range r.ratios() {
 		row[rt.label] = rt.get
 	}
-	return []goal{
-		{"CPU/episode  prime/(debug+floor)", true, false, row["CPU/episode  prime/(debug+floor)"], 1.15, true},
-		{"throughput   prime/floor-bound", true, false, row["throughput   prime/floor-bound"], 0.9, false},
-		{"throughput   prime/debug", false, false, row["throughput   prime/debug"], 0.6, false},
-		{"CPU/episode  prime/debug", false, false, row["CPU/episode  prime/debug"], 2.0, true},
-		{"peak queue   prime/otlphttp", false, true, row["peak queue   prime/otlphttp"], 2.0, true},
-	}
-}
-
-// printTargets says which of issue 21's targets this run meets. The first
-// load is the small one, the second the large one.
-func (r *report) printTargets(w io.Writer) {
-	if len(r.loads) < 2 {
-		return
-	}
-	fmt.Fprintln(w, "\ntargets (issue 21)")
-	for _, t := range r.goals() {
-		load := r.loads[0].spec.name
-		if t.large {
-			load = r.loads[1].spec.name
-		}
-		for _, c := range r.cols {
-			if c.load != load || (!t.allModes && c.mode != block) {
-				continue
+	header := false
+	for _, sh := range r.shapes() {
+		for _, t := range goals() {
+			for _, c := range r.cols {
+				if c.shape != sh || c.large != t.large || c.mode != block {
+					continue
+				}
+				v, ok := row[t.label](r, c)
+				if !ok {
+					continue
+				}
+				if !header {
+					fmt.Fprintln(w, "\ntargets (issue 34), queue blocking when full")
+					header = true
+				}
+				op, met := "≥", v >= t.limit
+				if t.atMost {
+					op, met = "≤", v <= t.limit
+				}
+				verdict := "met"
+				if !met {
+					verdict = "NOT met"
+				}
+				fmt.Fprintf(w, "  %-10s %-6s %-34s %6.2f  (target %s %.2f)  %s\n", sh, c.size, t.label, v, op, t.limit, verdict)
 			}
-			v, ok := t.get(r, c)
-			if !ok {
-				continue
-			}
-			op, met := "≥", v >= t.limit
-			if t.atMost {
-				op, met = "≤", v <= t.limit
-			}
-			verdict := "met"
-			if !met {
-				verdict = "NOT met"
-			}
-			fmt.Fprintf(w, "  %-14s %-34s %6.2f  (target %s %.2f)  %s\n", c, t.label, v, op, t.limit, verdict)
 		}
 	}
 }

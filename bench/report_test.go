@@ -22,19 +22,23 @@ func TestFiguresAreMediansOfTheReps(t *testing.T) {
 	}
 }
 
-func TestTheReportEndsWithPrimesRatiosPerLoadAndMode(t *testing.T) {
-	small, large := column{"2KB", block}, column{"200KB", block}
+func TestTheReportGivesEachShapeItsOwnRatiosAndTargets(t *testing.T) {
+	small, large := column{"verifiers", "2KB", false, block}, column{"verifiers", "200KB", true, block}
+	plainSmall := column{"plain", "2KB", false, block}
 	r := &report{
 		cores: 2,
-		loads: []*load{{spec: loadSpec{name: "2KB"}}, {spec: loadSpec{name: "200KB"}}},
-		cols:  []column{small, {"2KB", refuse}, large},
+		cols:  []column{plainSmall, small, {"verifiers", "2KB", false, refuse}, large},
 		figs: map[column]map[string]figures{
+			plainSmall: {
+				"prime": {episodesPerSec: 900, cpuPer1k: 14 * time.Millisecond},
+				"debug": {episodesPerSec: 1000, cpuPer1k: 10 * time.Millisecond},
+			},
 			small: {
 				"prime":    {episodesPerSec: 100, cpuPer1k: 30 * time.Millisecond, peakQueue: 30},
 				"debug":    {episodesPerSec: 400, cpuPer1k: 10 * time.Millisecond},
 				"otlphttp": {episodesPerSec: 50, cpuPer1k: 60 * time.Millisecond, peakQueue: 10},
 			},
-			{"2KB", refuse}: {"prime": {peakQueue: 10}, "otlphttp": {peakQueue: 10}},
+			{"verifiers", "2KB", false, refuse}: {"prime": {peakQueue: 10}, "otlphttp": {peakQueue: 10}},
 			// debug 1,000/s at 200 µs a CPU episode, a floor of 600 µs:
 			// 1/(1/1000 + 0.0006/2) = 769/s allowed, 800 µs of CPU.
 			large: {
@@ -42,27 +46,41 @@ func TestTheReportEndsWithPrimesRatiosPerLoadAndMode(t *testing.T) {
 				"debug": {episodesPerSec: 1000, cpuPer1k: 200 * time.Millisecond},
 			},
 		},
-		floors: map[string]time.Duration{"200KB": 600 * time.Microsecond},
+		floors: map[string]time.Duration{"verifiers-200KB": 600 * time.Microsecond},
 	}
 	var out bytes.Buffer
-	r.printRatios(&out)
+	for _, sh := range r.shapes() {
+		r.printRatios(&out, sh)
+	}
 	r.printTargets(&out)
 	// Columns are matched with their spacing collapsed.
 	got := strings.Join(strings.Fields(out.String()), " ")
 	for _, want := range []string{
+		"ratios, shape plain 2KB block throughput prime/debug 0.90",
+		"ratios, shape verifiers 2KB block 2KB refuse 200KB block",
 		"throughput   prime/debug                  0.25              -           0.70",
 		"throughput   prime/otlphttp               2.00              -              -",
 		"throughput   prime/floor-bound               -              -           0.91",
 		"CPU/episode  prime/debug                  3.00              -           5.00",
 		"CPU/episode  prime/(debug+floor)             -              -           1.25",
 		"peak queue   prime/otlphttp               3.00           1.00              -",
-		"200KB block    CPU/episode  prime/(debug+floor)     1.25  (target ≤ 1.15)  NOT met",
-		"200KB block    throughput   prime/floor-bound       0.91  (target ≥ 0.90)  met",
-		"2KB block      throughput   prime/debug             0.25  (target ≥ 0.60)  NOT met",
-		"2KB refuse     peak queue   prime/otlphttp          1.00  (target ≤ 2.00)  met",
+		"targets (issue 34), queue blocking when full",
+		"plain      2KB    throughput   prime/debug             0.90  (target ≥ 0.80)  met",
+		"plain      2KB    CPU/episode  prime/debug             1.40  (target ≤ 1.50)  met",
+		"verifiers  2KB    throughput   prime/debug             0.25  (target ≥ 0.80)  NOT met",
+		"verifiers  2KB    CPU/episode  prime/debug             3.00  (target ≤ 1.50)  NOT met",
+		"verifiers  200KB  CPU/episode  prime/(debug+floor)     1.25  (target ≤ 1.30)  met",
 	} {
 		if want = strings.Join(strings.Fields(want), " "); !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+	// The refusing mode has no target; plain's large load did not run.
+	if n := strings.Count(got, "(target"); n != 5 {
+		t.Errorf("%d targets, want 3 for verifiers and 2 for plain:\n%s", n, out.String())
+	}
+	plain := got[:strings.Index(got, "ratios, shape verifiers")]
+	if strings.Contains(plain, "200KB") {
+		t.Errorf("plain's ratios hold another shape's column:\n%s", out.String())
 	}
 }

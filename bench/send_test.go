@@ -33,7 +33,7 @@ func TestPrebuiltBytesArriveAsOTLPExportRequests(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
 
-	l, err := buildLoad(loadSpec{name: "t", episodes: 50, episodeBytes: 1 << 10, perRequest: 7, perStep: 20, runs: 2}, 2)
+	l, err := buildLoad(loadSpec{name: "t", shape: plainShape(t), episodes: 50, episodeBytes: 1 << 10, perRequest: 7, perStep: 20, runs: 2}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,24 +1,36 @@
 #!/usr/bin/env bash
-# The end-to-end benchmark (issue 11; not part of CI): a collector built with
-# ocb from bench/builder-config.yaml (otlp gRPC receiver; prime, debug and
-# otlphttp exporters) runs each configuration in turn on loads of ~2 KB and
-# ~200 KB episodes built before the clock starts; prime sends to the in-repo
-# fake platform, otlphttp to a counting sink, debug nowhere. Every rep also
-# times the Snappy floor: Snappy over the load's own rows' cell text, the
-# work BenchmarkSnappyFloor times, on every core of this machine at once. It prints,
-# per load and queue mode (block_on_overflow true, "block", and false,
-# "refuse": the senders send a refused request again), episodes/s, MB/s,
-# collector CPU per 1,000 episodes, peak RSS and peak queue bytes, the
-# floor, then the ratios (prime/debug, prime/otlphttp, prime against debug
-# plus the floor) and which of issue 21's targets the run meets.
+# The end-to-end benchmark (issues 11 and 34; not part of CI): a collector
+# built with ocb from bench/builder-config.yaml (otlp gRPC receiver; prime,
+# debug and otlphttp exporters) runs each configuration in turn on loads of
+# ~2 KB and ~200 KB episodes built before the clock starts, for each shape of
+# episode; prime sends to the in-repo fake platform, otlphttp to a counting
+# sink, debug nowhere. The shapes (bench/shape*.go), each reported apart:
+#   plain      the bench's first load: a two-branch chat as a pdata map body
+#   verifiers  a tool-using chat as verifiers records it (the trajectory
+#              repeats the prompt and the completion, with tool calls and
+#              reasoning_content), JSON text as prime-otel sends it
+#   native     the verifiers Episode.to_record() fixture, lengthened, as
+#              prime-otel sends it (its fixed part makes the small one ~3.6 KB)
+#   tokens     prime-otel's own cost bench's episode: a short chat with token
+#              ids and logprobs, the large one mostly arrays
+# Every rep also times the Snappy floor: Snappy over the load's own rows'
+# cell text (each shape's own), the work BenchmarkSnappyFloor times, on every
+# core of this machine at once. It prints, per shape, load and queue mode
+# (block_on_overflow true, "block", and false, "refuse": the senders send a
+# refused request again), episodes/s, MB/s, collector CPU per 1,000 episodes,
+# peak RSS and peak queue bytes, the floor; then per shape the ratios
+# (prime/debug, prime/otlphttp, prime against debug plus the floor) and
+# which of issue 34's targets each shape meets.
 #
-#   bash scripts/bench.sh              # the full loads, 3 reps (several minutes)
-#   bash scripts/bench.sh --quick      # a tenth of each load, 1 rep: a smoke run
-#   bash scripts/bench.sh --profile    # also CPU profiles of prime and debug per load, top 15
+#   bash scripts/bench.sh                    # every shape, the full loads, 3 reps (tens of minutes)
+#   bash scripts/bench.sh --quick            # a tenth of each load, 1 rep: a smoke run
+#   bash scripts/bench.sh --shape verifiers  # only these shapes (comma-separated)
+#   bash scripts/bench.sh --profile          # also CPU profiles of prime and debug per load, top 15
 #
 # Other arguments go to the harness (bench/), e.g. -reps 5, -small 100000,
 # -large 2000, -configs prime,debug, -overflow block; see `go run ./bench -h`
-# from bench/.
+# from bench/. `cd bench && go test -run XXX -bench LoadEpisodes` times the
+# exporter's own share of each shape in process.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BENCH_OTELCOL="$BUILD/otelcol-bench/otelcol-bench"
@@ -27,12 +39,19 @@ WORKDIR="$BUILD/bench"
 
 profile=""
 args=()
-for a in "$@"; do
-  case "$a" in
+while [ $# -gt 0 ]; do
+  case "$1" in
     --profile) profile="$WORKDIR/profiles" ;;
     --quick) args+=(-quick) ;;
-    *) args+=("$a") ;;
+    --shape | --shapes)
+      [ $# -ge 2 ] || { echo "bench.sh: $1 needs a shape name (plain, verifiers, native, tokens)" >&2; exit 2; }
+      args+=(-shapes "$2")
+      shift
+      ;;
+    --shape=* | --shapes=*) args+=(-shapes "${1#*=}") ;;
+    *) args+=("$1") ;;
   esac
+  shift
 done
 
 build_bench_collector() {
