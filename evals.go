@@ -94,7 +94,7 @@ func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lea
 	var failed map[upload.Loc]bool
 	var errs []error
 	if len(docs) > 0 {
-		onSamples, retryDocs, err := b.uploader.UploadEvalDocuments(ctx, l, docs, func(d upload.EvalDocument) {
+		onSamples, retryDocs, err := b.uploader.UploadEvalDocuments(ctx, l, l, docs, func(d upload.EvalDocument) {
 			count(d.Loc)
 			sum.AddTracesEpisodes(1)
 		})

@@ -140,7 +140,6 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		Persistent: e.cfg.Storage != nil || e.cfg.SharedRegistry.HasValue(),
 	}
 	deps := runs.Deps{Logger: e.logger, Warn: warn, Tel: e.tel, Stopping: e.stopping}
-	var sink platform.Objects
 	var traces platform.Traces
 	b := &backend{warn: warn, closeIdle: func() {}}
 	switch e.cfg.Mode {
@@ -154,7 +153,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 			return err
 		}
 		e.logger.Info("Prime exporter is offline: runs are written to a local directory", zap.String("directory", e.cfg.Directory))
-		deps.API, deps.Evals, sink = off, off, off
+		deps.API, deps.Evals, deps.Objects = off, off, off
 		if e.cfg.Traces.Enabled {
 			traces = off
 		}
@@ -181,7 +180,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		if err != nil {
 			return err
 		}
-		deps.API, deps.Evals, sink, deps.Refused, b.closeIdle = online, online, online, online.Refused, online.CloseIdleConnections
+		deps.API, deps.Evals, deps.Objects, deps.Refused, b.closeIdle = online, online, online, online.Refused, online.CloseIdleConnections
 		if e.cfg.Traces.Enabled {
 			t, err := e.onlineTraces()
 			if err != nil {
@@ -204,7 +203,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	b.uploader = upload.New(upload.Config{
 		StepInterval: e.cfg.Samples.StepInterval, MaxEpisodeBytes: e.cfg.Samples.MaxEpisodeBytes, MaxObjectBytes: e.cfg.Samples.MaxObjectBytes,
 		Traces: traces, Exclusive: e.cfg.Traces.Routing == RoutingExclusive,
-	}, sink, e.tel, warn)
+	}, e.tel, warn)
 	b.reg.Start()
 	e.live = b
 	e.registerStatus(host)

@@ -123,7 +123,7 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []
 	if err != nil {
 		errs = append(errs, err)
 	}
-	failedEpisodes, err := ev.episodes.send(ctx, l, len(errs) > 0 && platform.Down(errs[0]))
+	failedEpisodes, err := ev.episodes.send(ctx, len(errs) > 0 && platform.Down(errs[0]))
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -154,10 +154,7 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []
 // sortEvents maps every record of the resources; what cannot be sent is
 // counted and logged here.
 func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.ResourceLogs, records int) resourceEvents {
-	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[stepmetrics.Row][]upload.Loc{}, episodes: newSamplesSink(b.uploader, records)}
-	// The lease as the uploader's ledger, boxed once rather than once an
-	// episode.
-	var ledger upload.Ledger = l
+	ev := resourceEvents{steps: runs.StepBatch{}, metricRecords: map[stepmetrics.Row][]upload.Loc{}, episodes: newSamplesSink(b.uploader, l, records)}
 	for lr, loc := range eachRecord(rls) {
 		switch name := eventName(lr); name {
 		case eventMetrics:
@@ -170,7 +167,7 @@ func (e *primeExporter) sortEvents(b *backend, l runs.Lease, rls []plog.Resource
 				ev.metricRecords[row] = append(ev.metricRecords[row], loc)
 			}
 		case eventEpisode:
-			ev.episodes.accept(ledger, lr, loc)
+			ev.episodes.accept(lr, loc)
 		case eventRunEnd:
 			end, err := runs.ParseEnd(lr.Attributes())
 			if err != nil {

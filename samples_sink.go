@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/upload"
 )
 
@@ -19,24 +20,25 @@ type samplesSink struct {
 	batch *upload.Batch
 }
 
-// newSamplesSink is the sink of a push of about records records.
-func newSamplesSink(up *upload.Uploader, records int) samplesSink {
-	return samplesSink{up: up, batch: up.NewBatch(records)}
+// newSamplesSink is the sink of a push of about records records to the
+// run that l leases.
+func newSamplesSink(up *upload.Uploader, l runs.Lease, records int) samplesSink {
+	return samplesSink{up: up, batch: up.NewBatch(l, l, records)}
 }
 
 // accept maps one record into its step's rows; what cannot be a row is
 // counted and logged there.
-func (s samplesSink) accept(l upload.Ledger, lr plog.LogRecord, loc upload.Loc) {
-	s.up.Accept(l, s.batch, lr, loc)
+func (s samplesSink) accept(lr plog.LogRecord, loc upload.Loc) {
+	s.up.Accept(s.batch, lr, loc)
 }
 
 // send uploads the rows and returns the records to hand back. With the
 // platform down (the push's earlier posts said so) nothing is attempted:
 // every record goes back unsent, as the rest of the push does.
-func (s samplesSink) send(ctx context.Context, l upload.Ledger, platformDown bool) (map[upload.Loc]bool, error) {
+func (s samplesSink) send(ctx context.Context, platformDown bool) (map[upload.Loc]bool, error) {
 	defer s.batch.Release()
 	if platformDown {
 		return s.batch.Locs(), nil
 	}
-	return s.up.Upload(ctx, l, s.batch)
+	return s.up.Upload(ctx, s.batch)
 }

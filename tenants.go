@@ -142,7 +142,7 @@ func (t *tenants) backendFor(ctx context.Context, signal string, records int) (*
 	defer t.mu.Unlock()
 	if tb, ok := t.byUser[user]; ok {
 		if tb.key != key {
-			t.rekeyLocked(ctx, user, tb, key)
+			t.rekeyLocked(ctx, tb, key)
 		}
 		return tb.backend, nil
 	}
@@ -169,7 +169,7 @@ func (t *tenants) openLocked(ctx context.Context, user, key string) (*tenantBack
 	online := platform.NewOnline(c, quietHost{}, logger, t.e.outageOptions()...).ForTenant()
 	warn := logonce.New(logger, 0)
 	deps := t.deps
-	deps.API, deps.Evals, deps.Refused = online, online, online.Refused
+	deps.API, deps.Evals, deps.Objects, deps.Refused = online, online, online, online.Refused
 	deps.Logger, deps.Warn = logger, warn
 	if deps.Store, err = t.store(ctx, user); err != nil {
 		return nil, err
@@ -179,7 +179,7 @@ func (t *tenants) openLocked(ctx context.Context, user, key string) (*tenantBack
 	b.reg.Restore(ctx)
 	b.uploader = upload.New(upload.Config{
 		StepInterval: t.e.cfg.Samples.StepInterval, MaxEpisodeBytes: t.e.cfg.Samples.MaxEpisodeBytes, MaxObjectBytes: t.e.cfg.Samples.MaxObjectBytes,
-	}, online, t.e.tel, warn)
+	}, t.e.tel, warn)
 	b.reg.Start()
 	tb := &tenantBackend{backend: b, online: online, key: key}
 	t.byUser[user] = tb
@@ -189,7 +189,7 @@ func (t *tenants) openLocked(ctx context.Context, user, key string) (*tenantBack
 
 // rekeyLocked makes a tenant's later requests with key: the same user
 // sends with another key (a revoked one replaced).
-func (t *tenants) rekeyLocked(ctx context.Context, user string, tb *tenantBackend, key string) {
+func (t *tenants) rekeyLocked(ctx context.Context, tb *tenantBackend, key string) {
 	c, err := t.base.WithKey(key)
 	if err != nil {
 		return

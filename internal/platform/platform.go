@@ -38,6 +38,17 @@ type Objects interface {
 	Store(ctx context.Context, runID string, obj Object, body []byte, save func(Object)) error
 }
 
+// Pending is one sample object's upload as the run that owns it holds
+// it: its sample_id range, taken (and saved) before the object is encoded,
+// and Send, which stores the encoded body through Objects, records each
+// step of progress so that a retry or a restart resumes it, and on the
+// confirm marks episodes delivered and forgets the upload. The uploader
+// makes the object and hands it over; the run keeps the state.
+type Pending interface {
+	Range() int64
+	Send(ctx context.Context, body []byte, episodes []uint64) error
+}
+
 // Object is one sample object on its way into a step's table: its step
 // and sample_id range, and how far an earlier attempt got.
 type Object struct {

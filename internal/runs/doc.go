@@ -20,9 +20,10 @@
 //     logged there and comes back as ErrSkipped.
 //   - A Lease is a push's hold on its run: PostSteps (metrics rows, a
 //     step's with de-duplication of values already sent, a time's as it
-//     comes), Delivered / Object /
-//     SaveObject / ObjectDone (the sample uploader's episodes, ranges and
-//     pending uploads), Count, End (prime.run.end), Release. Its callers
+//     comes), Delivered / MarkDelivered (the episodes a
+//     sink committed), Pending (an object's upload, from its sample_id
+//     range through platform.Objects to its confirm: the uploader hands
+//     the encoded body over and the run keeps the state), Count, End (prime.run.end), Release. Its callers
 //     take the few methods they use as interfaces of their own
 //     (upload.Ledger, the exporter's stepPoster).
 //   - MarkHandedBack and Settle track the data a push handed back to the

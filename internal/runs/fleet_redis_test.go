@@ -102,9 +102,9 @@ func TestRangesFromTwoRegistriesForOneRunAndStepNeverCollide(t *testing.T) {
 					l = lb
 				}
 				wg.Go(func() {
-					obj := l.Object(ctx, uint64(i+1), 10)
+					obj := l.Pending(ctx, uint64(i+1), 10)
 					mu.Lock()
-					ranges[obj.Range]++
+					ranges[obj.Range()]++
 					mu.Unlock()
 				})
 			}
@@ -113,8 +113,8 @@ func TestRangesFromTwoRegistriesForOneRunAndStepNeverCollide(t *testing.T) {
 			for r := tc.first; r < tc.first+2*perCollector; r++ {
 				assert.Equal(t, 1, ranges[r], "the ranges are the counter's, from %d without a gap", tc.first)
 			}
-			obj := lb.Object(ctx, 1, 10)
-			assert.Contains(t, ranges, obj.Range, "an object another collector started keeps its range")
+			obj := lb.Pending(ctx, 1, 10)
+			assert.Contains(t, ranges, obj.Range(), "an object another collector started keeps its range")
 		})
 	}
 }
@@ -177,7 +177,7 @@ func TestEverySharedKeyExpiresAsTheDocSays(t *testing.T) {
 	ctx := context.Background()
 	l, err := a.Reg.Acquire(ctx, fleettest.KeyedResource("ttl"), reject.SignalLogs, 1)
 	require.NoError(t, err)
-	l.Object(ctx, 7, 10)
+	l.Pending(ctx, 7, 10)
 	l.MarkDelivered(ctx, 7, []uint64{1, 2})
 
 	ttl := func(key string) time.Duration {

@@ -56,24 +56,19 @@ func (l Lease) Delivered(ctx context.Context, step int64, fps []uint64) ([]bool,
 	return l.g.fleet.objects.delivered(ctx, l.r, step, fps)
 }
 
-// Object returns the pending upload of the object with fingerprint fp
+// Pending returns the pending upload of the object with fingerprint fp
 // (one another collector of the fleet started too), or starts one for step
 // with a new sample_id range. A new object is remembered (and saved) from
 // the start, so that a retry or a restart keeps its range instead of
 // leaving a gap or reusing it.
-func (l Lease) Object(ctx context.Context, fp uint64, step int64) platform.Object {
+func (l Lease) Pending(ctx context.Context, fp uint64, step int64) platform.Pending {
+	p := &pendingUpload{l: l, fp: fp}
 	if obj, ok := l.g.fleet.objects.pending(ctx, l.r, fp); ok {
-		return obj
+		p.obj = obj
+		return p
 	}
-	obj := platform.Object{Step: step, Range: l.g.fleet.objects.nextRange(ctx, l.r, step)}
-	l.SaveObject(ctx, fp, obj)
-	return obj
-}
-
-// SaveObject records an upload's progress.
-func (l Lease) SaveObject(ctx context.Context, fp uint64, obj platform.Object) {
-	l.r.pending.cache().Add(fp, obj)
-	l.g.fleet.objects.savePending(ctx, l.r, fp, obj)
+	p.save(ctx, platform.Object{Step: step, Range: l.g.fleet.objects.nextRange(ctx, l.r, step)})
+	return p
 }
 
 // MarkDelivered records episodes (or documents) of step a sink committed,
@@ -84,17 +79,40 @@ func (l Lease) MarkDelivered(ctx context.Context, step int64, fps []uint64) {
 	}
 }
 
-// ObjectDone records a confirmed object: its episodes are delivered, its
-// upload is no longer pending, and the run's counts grow.
-func (l Lease) ObjectDone(ctx context.Context, fp uint64, step int64, episodes []uint64, bytes int) {
+// pendingUpload is a Lease's platform.Pending: one object, from its range
+// to its confirm.
+type pendingUpload struct {
+	l   Lease
+	fp  uint64
+	obj platform.Object
+}
+
+func (p *pendingUpload) Range() int64 { return p.obj.Range }
+
+// Send stores body through the registry's Objects, resuming what an
+// earlier attempt did, and records the confirm: episodes delivered, the
+// upload no longer pending, the run's counts grown.
+func (p *pendingUpload) Send(ctx context.Context, body []byte, episodes []uint64) error {
+	l := p.l
+	if err := l.g.Objects.Store(ctx, l.id, p.obj, body, func(o platform.Object) { p.save(ctx, o) }); err != nil {
+		return err
+	}
 	// A crash between the confirm and this write is the one window in
 	// which a replayed batch can put these rows in the table twice.
-	l.MarkDelivered(ctx, step, episodes)
-	l.r.pending.cache().Remove(fp)
-	l.g.fleet.objects.dropPending(ctx, l.r, fp)
+	l.MarkDelivered(ctx, p.obj.Step, episodes)
+	l.r.pending.cache().Remove(p.fp)
+	l.g.fleet.objects.dropPending(ctx, l.r, p.fp)
 	l.Count("sample_rows", int64(len(episodes)))
 	l.Count("sample_objects", 1)
-	l.Count("sample_bytes", int64(bytes))
+	l.Count("sample_bytes", int64(len(body)))
+	return nil
+}
+
+// save records the upload's progress.
+func (p *pendingUpload) save(ctx context.Context, obj platform.Object) {
+	p.obj = obj
+	p.l.r.pending.cache().Add(p.fp, obj)
+	p.l.g.fleet.objects.savePending(ctx, p.l.r, p.fp, obj)
 }
 
 // pendingObjects are a run's uploads that have a range but no confirm yet,

@@ -100,9 +100,9 @@ func TestAcceptPutsEveryRowInTheBatchAndCountsWhatHasNone(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l, tel := testLease(t)
-			u := New(Config{StepInterval: 10, MaxEpisodeBytes: 4096, MaxObjectBytes: 1 << 20}, nil, tel, logonce.New(zap.NewNop(), 16))
-			b := u.NewBatch(0)
-			rec := u.Accept(l, b, tt.lr, Loc{Record: 3})
+			u := New(Config{StepInterval: 10, MaxEpisodeBytes: 4096, MaxObjectBytes: 1 << 20}, tel, logonce.New(zap.NewNop(), 16))
+			b := u.NewBatch(l, l, 0)
+			rec := u.Accept(b, tt.lr, Loc{Record: 3})
 			n := 0
 			for step, eps := range b.steps {
 				for _, e := range eps {
@@ -124,9 +124,9 @@ func TestEveryRowOfAnOversizedDocumentIsItsOwnEpisode(t *testing.T) {
 	// alike to the byte but for their part, go in.
 	long := strings.Repeat("x", 9<<20)
 	l, tel := testLease(t)
-	u := New(Config{StepInterval: 10, MaxEpisodeBytes: 1 << 20, MaxObjectBytes: 1 << 20}, nil, tel, logonce.New(zap.NewNop(), 16))
-	b := u.NewBatch(0)
-	rec := u.Accept(l, b, record(nativeDoc("42", "42", long)), Loc{})
+	u := New(Config{StepInterval: 10, MaxEpisodeBytes: 1 << 20, MaxObjectBytes: 1 << 20}, tel, logonce.New(zap.NewNop(), 16))
+	b := u.NewBatch(l, l, 0)
+	rec := u.Accept(b, record(nativeDoc("42", "42", long)), Loc{})
 	require.Len(t, rec.Rows, 3)
 	require.Len(t, b.steps[20], 2)
 	assert.Equal(t, map[string]int{"reject episode_too_large": 1}, tel.counts())

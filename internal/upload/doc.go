@@ -1,10 +1,13 @@
 // Package upload turns a push's prime.episode records into step-keyed
-// Parquet objects and puts them into the run's sample table through a
-// platform.Objects sink: presign → PUT → confirm online, one file offline.
-// It talks to the run lifecycle only through the Ledger it declares
-// (ledger.go): the run's id, team and counts, its delivered episodes, each
-// object's sample_id range and upload progress, and where its documents go.
-// runs.Lease is one; the tests use a fake.
+// Parquet objects and hands each to its run's pending upload, which puts it
+// into the sample table (presign → PUT → confirm online, one file
+// offline). It marshals, then sends: sampletable maps a record to rows
+// (Accept) and encodes an object; the run's platform.Pending stores it.
+// It talks to the run lifecycle only through the two roles it declares
+// (ledger.go): the Ledger (the run's id and counts, its delivered
+// episodes, each object's Pending upload) and the Route of its documents
+// (Prime Traces under the run's team, or the table). runs.Lease is both;
+// the tests use a fake.
 //
 // Decisions, and why:
 //
@@ -26,11 +29,14 @@
 //     twice.
 //   - Episodes confirmed before are left out (already_delivered), so a
 //     batch the queue replays after a restart adds nothing.
-//   - The ledger sees an object's upload in order: its range is taken and
-//     saved (Object) before the first request, its progress saved after
-//     the presign and after the PUT (SaveObject), and its episodes marked
-//     delivered only after the confirm (ObjectDone). A failure leaves the
-//     object pending where it stopped, and its retry resumes from there.
+//   - One handle per object: Ledger.Pending takes (and saves) its range
+//     before the object is encoded, and its Send stores the body, saving
+//     the progress after the presign and after the PUT, and marks the
+//     episodes delivered only after the confirm. The run, not the
+//     uploader, keeps that state, so the uploader makes two calls per
+//     object and no callback reaches back into the lifecycle. A failure
+//     leaves the object pending where it stopped, and its retry resumes
+//     from there.
 //   - A step's episodes are cut into objects of at most max_object_bytes of
 //     text; one episode larger than max_episode_bytes is rejected alone,
 //     row by row: the other rows of its document still go.

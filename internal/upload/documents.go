@@ -60,12 +60,12 @@ func docLocs(docs []document) []Loc {
 // table: that batch's rows and every later one's go into b's steps. It
 // returns the error of a failure that says the platform is down, so the
 // caller sends nothing more.
-func (u *Uploader) uploadDocuments(ctx context.Context, l Ledger, b *Batch, fail func([]Loc, error)) error {
+func (u *Uploader) uploadDocuments(ctx context.Context, b *Batch, fail func([]Loc, error)) error {
 	docs := b.docs
 	b.docs = nil
-	return u.sendDocuments(ctx, l, docs, runTypeTrain, fail, func(d document) {
+	return u.sendDocuments(ctx, b.l, b.route, docs, runTypeTrain, fail, func(d document) {
 		if d.rec != nil {
-			u.toTable(l, b, *d.rec, d.loc)
+			u.toTable(b, *d.rec, d.loc)
 		}
 	}, nil)
 }
@@ -80,7 +80,7 @@ const (
 // documents that go to the run's other destination after Prime Traces
 // turned the account away (the sample table; an evaluation's samples),
 // committed is told of each batch Prime Traces committed.
-func (u *Uploader) sendDocuments(ctx context.Context, l Ledger, docs []document, runType string, fail func([]Loc, error),
+func (u *Uploader) sendDocuments(ctx context.Context, l Ledger, route Route, docs []document, runType string, fail func([]Loc, error),
 	onTable func(document), committed func([]document),
 ) error {
 	docs = u.stamped(l, docs, runType)
@@ -116,10 +116,10 @@ func (u *Uploader) sendDocuments(ctx context.Context, l Ledger, docs []document,
 			fail(docLocs(part), down)
 			continue
 		}
-		err := u.cfg.Traces.UploadTraces(ctx, l.ID(), l.Team(), batch)
+		err := u.cfg.Traces.UploadTraces(ctx, l.ID(), route.Team(), batch)
 		switch {
 		case err == nil:
-			l.TracesCommitted(ctx)
+			route.TracesCommitted(ctx)
 			markDelivered(ctx, l, part, document.stepOf, document.fpOf)
 			l.Count("trace_documents", int64(len(part)))
 			u.tel.TracesUploaded(1, len(part))
@@ -127,7 +127,7 @@ func (u *Uploader) sendDocuments(ctx context.Context, l Ledger, docs []document,
 				committed(part)
 			}
 		case platform.TracesNotEnabled(err):
-			if moved, switched := l.MoveDocumentsToTable(ctx); moved {
+			if moved, switched := route.MoveDocumentsToTable(ctx); moved {
 				if switched {
 					u.warn.Warn("traces-fallback\x00"+l.ID(), "Prime Traces is not enabled for this account: the run's episode documents go to the sample table (an evaluation's: its samples) instead",
 						zap.String("run_id", l.ID()), zap.Error(err))

@@ -135,7 +135,7 @@ type EvalDocument struct {
 // back in onSamples: from then on the run's documents go to the samples
 // route. committed is told of each document Prime Traces committed. It
 // returns the records to retry and the error to retry them with.
-func (u *Uploader) UploadEvalDocuments(ctx context.Context, l Ledger, docs []EvalDocument, committed func(EvalDocument)) (onSamples []EvalDocument, retry map[Loc]bool, err error) {
+func (u *Uploader) UploadEvalDocuments(ctx context.Context, l Ledger, route Route, docs []EvalDocument, committed func(EvalDocument)) (onSamples []EvalDocument, retry map[Loc]bool, err error) {
 	in := make([]document, len(docs))
 	for i := range docs {
 		in[i] = document{raw: docs[i].Raw, loc: docs[i].Loc, eval: &docs[i], step: NoStep}
@@ -150,7 +150,7 @@ func (u *Uploader) UploadEvalDocuments(ctx context.Context, l Ledger, docs []Eva
 		}
 		errs = append(errs, err)
 	}
-	u.sendDocuments(ctx, l, in, runTypeEval, fail,
+	u.sendDocuments(ctx, l, route, in, runTypeEval, fail,
 		func(d document) { onSamples = append(onSamples, *d.eval) },
 		func(part []document) {
 			for _, d := range part {
@@ -163,9 +163,10 @@ func (u *Uploader) UploadEvalDocuments(ctx context.Context, l Ledger, docs []Eva
 	return onSamples, nil, nil
 }
 
-// Traced says an evaluation's native documents go to Prime Traces: it is
-// on, and the run was not turned to the samples route.
-func (u *Uploader) Traced(l Ledger) bool { return u.cfg.Traces != nil && !l.DocumentsOnTable() }
+// Traced says a run's native documents go to Prime Traces: it is on, and
+// the run was not turned to its other destination (the sample table; an
+// evaluation's samples route).
+func (u *Uploader) Traced(route Route) bool { return u.cfg.Traces != nil && !route.DocumentsOnTable() }
 
 func sampleLocs(samples []EvalSample) map[Loc]bool {
 	return addLocs(nil, samples)

@@ -10,11 +10,9 @@ import (
 // Ledger is what the uploader reads and records about a push's run; the
 // run lifecycle's lease (runs.Lease) is one, and the tests use a fake.
 type Ledger interface {
-	// ID is the platform run the objects and documents go to; Team is the
-	// team Prime Traces is sent for. Count adds to the run's counts for its
-	// close-out line.
+	// ID is the platform run the objects and documents go to. Count adds
+	// to the run's counts for its close-out line.
 	ID() string
-	Team() string
 	Count(name string, n int64)
 
 	// Delivered reports which fingerprints of step a sink committed
@@ -24,17 +22,20 @@ type Ledger interface {
 	Delivered(ctx context.Context, step int64, fps []uint64) ([]bool, error)
 	MarkDelivered(ctx context.Context, step int64, fps []uint64)
 
-	// Object returns the object's pending upload, or starts one with a new
-	// sample_id range, saved at once; SaveObject records its progress and
-	// ObjectDone its confirm (its episodes delivered, nothing pending).
-	Object(ctx context.Context, fp uint64, step int64) platform.Object
-	SaveObject(ctx context.Context, fp uint64, obj platform.Object)
-	ObjectDone(ctx context.Context, fp uint64, step int64, episodes []uint64, bytes int)
+	// Pending is the upload of object fp of step: resumed where an earlier
+	// attempt left it, or new with a sample_id range of its own. The
+	// uploader encodes the object with its range and Sends it; the run
+	// keeps the upload's progress and marks its episodes delivered.
+	Pending(ctx context.Context, fp uint64, step int64) platform.Pending
+}
 
-	// DocumentsOnTable says the run's documents go to the sample table,
-	// not Prime Traces; TracesCommitted records a batch Prime Traces
-	// committed; MoveDocumentsToTable switches the run to the table unless
-	// Prime Traces already committed some of it.
+// Route is where a run's native episode documents go: Prime Traces under
+// the run's Team, or the sample table. DocumentsOnTable says the run's
+// documents go to the table; TracesCommitted records a batch Prime Traces
+// committed; MoveDocumentsToTable switches the run to the table unless
+// Prime Traces already committed some of it. The lease is one.
+type Route interface {
+	Team() string
 	DocumentsOnTable() bool
 	TracesCommitted(ctx context.Context)
 	MoveDocumentsToTable(ctx context.Context) (onTable, switched bool)

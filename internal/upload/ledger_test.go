@@ -29,9 +29,10 @@ func (j *journal) take() []string {
 	return out
 }
 
-// fakeLedger is a run's ledger in memory, as a lease keeps it: delivered
-// fingerprints, pending uploads, a range counter per step, the run's
-// counts and its document routing. It writes what it is asked into its
+// fakeLedger is a run's ledger and route in memory, as a lease keeps
+// them: delivered fingerprints, pending uploads and the sink they store
+// their objects in, a range counter per step, the run's counts and its
+// document routing. It writes what it is asked into its
 // journal.
 type fakeLedger struct {
 	journal *journal
@@ -43,9 +44,14 @@ type fakeLedger struct {
 	counts    map[string]int64
 	onTable   bool
 	committed bool
+	// sink stores the objects of its pending uploads.
+	sink platform.Objects
 }
 
-var _ Ledger = (*fakeLedger)(nil)
+var (
+	_ Ledger = (*fakeLedger)(nil)
+	_ Route  = (*fakeLedger)(nil)
+)
 
 func newFakeLedger() *fakeLedger {
 	return &fakeLedger{journal: &journal{}, delivered: map[stepFP]bool{}, pending: map[uint64]platform.Object{},
@@ -87,33 +93,48 @@ func (f *fakeLedger) MarkDelivered(_ context.Context, step int64, fps []uint64) 
 	}
 }
 
-func (f *fakeLedger) Object(_ context.Context, fp uint64, step int64) platform.Object {
+func (f *fakeLedger) Pending(_ context.Context, fp uint64, step int64) platform.Pending {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if obj, ok := f.pending[fp]; ok {
 		f.journal.add("object of step %d: resumed, range %d", step, obj.Range)
-		return obj
+		return &fakePending{f: f, fp: fp, obj: obj}
 	}
 	obj := platform.Object{Step: step, Range: f.ranges[step]}
 	f.ranges[step]++
 	f.pending[fp] = obj
 	f.journal.add("object of step %d: new, range %d, saved", step, obj.Range)
-	return obj
+	return &fakePending{f: f, fp: fp, obj: obj}
 }
 
-func (f *fakeLedger) SaveObject(_ context.Context, fp uint64, obj platform.Object) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.pending[fp] = obj
-	f.journal.add("save: %s", progress(obj))
+// fakePending is the ledger's upload of one object, through its sink, as
+// a lease's is: progress saved, and on the confirm the episodes delivered
+// and the upload forgotten.
+type fakePending struct {
+	f   *fakeLedger
+	fp  uint64
+	obj platform.Object
 }
 
-func (f *fakeLedger) ObjectDone(ctx context.Context, fp uint64, step int64, episodes []uint64, _ int) {
-	f.MarkDelivered(ctx, step, episodes)
+func (p *fakePending) Range() int64 { return p.obj.Range }
+
+func (p *fakePending) Send(ctx context.Context, body []byte, episodes []uint64) error {
+	f := p.f
+	err := f.sink.Store(ctx, f.ID(), p.obj, body, func(obj platform.Object) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.pending[p.fp] = obj
+		f.journal.add("save: %s", progress(obj))
+	})
+	if err != nil {
+		return err
+	}
+	f.MarkDelivered(ctx, p.obj.Step, episodes)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.pending, fp)
+	delete(f.pending, p.fp)
 	f.journal.add("done: %d episodes delivered", len(episodes))
+	return nil
 }
 
 func (f *fakeLedger) DocumentsOnTable() bool {

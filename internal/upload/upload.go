@@ -49,7 +49,6 @@ type Telemetry interface {
 // Uploader maps and uploads episodes. It is safe for concurrent use.
 type Uploader struct {
 	cfg  Config
-	sink platform.Objects
 	tel  Telemetry
 	warn *logonce.Logger
 
@@ -76,10 +75,10 @@ const (
 	maxKeptBodies = 64
 )
 
-// New returns an uploader that stores objects in sink.
-func New(cfg Config, sink platform.Objects, tel Telemetry, warn *logonce.Logger) *Uploader {
+// New returns an uploader; the runs' Pending uploads store its objects.
+func New(cfg Config, tel Telemetry, warn *logonce.Logger) *Uploader {
 	n := cmp.Or(cfg.Encoders, runtime.GOMAXPROCS(0))
-	return &Uploader{cfg: cfg, sink: sink, tel: tel, warn: warn,
+	return &Uploader{cfg: cfg, tel: tel, warn: warn,
 		encoders: newSpares(n, sampletable.NewEncoder, func(*sampletable.Encoder) bool { return true }),
 		slots:    make(chan struct{}, n),
 		// A body is held through its upload, outside the encoding slot, so
@@ -100,6 +99,10 @@ type Loc struct{ Scope, Record int }
 // Batch is one run's accepted episodes of one push: rows by step for the
 // sample table, and native documents for Prime Traces.
 type Batch struct {
+	// l and route are the run's: boxed once a push rather than once an
+	// episode.
+	l     Ledger
+	route Route
 	steps map[int64][]episode
 	docs  []document
 	// hint is room for the episodes of the batch's first step: a push is
@@ -113,10 +116,11 @@ type Batch struct {
 	now time.Time
 }
 
-// NewBatch returns an empty batch for a push of about records records.
-// Release ends it.
-func (u *Uploader) NewBatch(records int) *Batch {
-	return &Batch{steps: map[int64][]episode{}, hint: records, text: u.text.Arena(), now: time.Now()}
+// NewBatch returns an empty batch of the run that l and route keep (the
+// same lease, as two roles) for a push of about records records. Release
+// ends it.
+func (u *Uploader) NewBatch(l Ledger, route Route, records int) *Batch {
+	return &Batch{l: l, route: route, steps: map[int64][]episode{}, hint: records, text: u.text.Arena(), now: time.Now()}
 }
 
 // Release gives back the memory of the batch's rows: nothing may read
@@ -152,7 +156,8 @@ func (b *Batch) Locs() map[Loc]bool {
 // counted and logged here, and so are values taken as a Python user means
 // them. It returns the record as mapped, for the sinks that take more of
 // it than its rows (its Document); a rejected record comes back empty.
-func (u *Uploader) Accept(l Ledger, b *Batch, lr plog.LogRecord, loc Loc) sampletable.Record {
+func (u *Uploader) Accept(b *Batch, lr plog.LogRecord, loc Loc) sampletable.Record {
+	l := b.l
 	rec, err := sampletable.FromRecordIn(b.text, lr.Attributes(), lr.Body(), lr.Timestamp(), lr.ObservedTimestamp(), b.now)
 	if err != nil {
 		reason := reject.BadValue
@@ -164,7 +169,7 @@ func (u *Uploader) Accept(l Ledger, b *Batch, lr plog.LogRecord, loc Loc) sample
 		return sampletable.Record{}
 	}
 	u.coerced(l, rec.Coerced)
-	if rec.Document != nil && u.cfg.Traces != nil && !l.DocumentsOnTable() {
+	if rec.Document != nil && u.Traced(b.route) {
 		d := document{raw: rec.Document, loc: loc, step: rec.Step}
 		if u.cfg.Exclusive {
 			// Kept for the table only, should the run fall back to it. A
@@ -177,13 +182,14 @@ func (u *Uploader) Accept(l Ledger, b *Batch, lr plog.LogRecord, loc Loc) sample
 		}
 		b.docs = append(b.docs, d)
 	}
-	u.toTable(l, b, rec, loc)
+	u.toTable(b, rec, loc)
 	return rec
 }
 
 // toTable puts a record's rows into the batch's steps; what has no row in
 // the table is counted here.
-func (u *Uploader) toTable(l Ledger, b *Batch, rec sampletable.Record, loc Loc) {
+func (u *Uploader) toTable(b *Batch, rec sampletable.Record, loc Loc) {
+	l := b.l
 	switch {
 	case rec.Eval:
 		u.skip(l, reject.Eval, 1)
@@ -258,7 +264,8 @@ func (u *Uploader) reject(l Ledger, reason reject.Reason, n int, key, msg string
 // by step, in step order, and returns the records to retry with the error
 // to retry them with. What a sink refused for good is counted and logged,
 // not returned.
-func (u *Uploader) Upload(ctx context.Context, l Ledger, b *Batch) (map[Loc]bool, error) {
+func (u *Uploader) Upload(ctx context.Context, b *Batch) (map[Loc]bool, error) {
+	l := b.l
 	var retry map[Loc]bool
 	var errs []error
 	failAt := func(locs []Loc, err error) {
@@ -277,7 +284,7 @@ func (u *Uploader) Upload(ctx context.Context, l Ledger, b *Batch) (map[Loc]bool
 		}
 		failAt(locs, err)
 	}
-	down := u.uploadDocuments(ctx, l, b, failAt)
+	down := u.uploadDocuments(ctx, b, failAt)
 	for _, step := range slices.Sorted(maps.Keys(b.steps)) {
 		if down != nil {
 			fail(b.steps[step], down)
@@ -394,27 +401,23 @@ func splitBySize(eps []episode, max int64) [][]episode {
 	return append(parts, eps[start:])
 }
 
-// uploadObject encodes one object and stores it, resuming a pending upload
-// of the same episodes.
+// uploadObject encodes one object with its range and hands it to the
+// run's pending upload, which stores it and records the confirm.
 func (u *Uploader) uploadObject(ctx context.Context, l Ledger, step int64, part []episode) error {
-	fp := objectFingerprint(step, part)
-	obj := l.Object(ctx, fp, step)
+	p := l.Pending(ctx, objectFingerprint(step, part), step)
 	buf := u.bodies.get()
 	defer u.bodies.put(buf)
-	if err := u.encode(ctx, buf, l.ID(), step, obj.Range, part); err != nil {
-		return err
-	}
-	body := buf.Bytes()
-	save := func(o platform.Object) { l.SaveObject(ctx, fp, o) }
-	if err := u.sink.Store(ctx, l.ID(), obj, body, save); err != nil {
+	if err := u.encode(ctx, buf, l.ID(), step, p.Range(), part); err != nil {
 		return err
 	}
 	fps := make([]uint64, len(part))
 	for i, e := range part {
 		fps[i] = e.fp
 	}
-	l.ObjectDone(ctx, fp, step, fps, len(body))
-	u.tel.SamplesUploaded(len(part), 1, len(body))
+	if err := p.Send(ctx, buf.Bytes(), fps); err != nil {
+		return err
+	}
+	u.tel.SamplesUploaded(len(part), 1, buf.Len())
 	return nil
 }
 

@@ -2,8 +2,6 @@ package upload
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
-	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/platform/platformtest"
 	"github.com/primeintellect/primeexporter/internal/sampletable"
 	"github.com/primeintellect/primeexporter/rft"
 )
@@ -92,46 +90,6 @@ func TestAFingerprintWithoutAPartIsTheOneBeforeParts(t *testing.T) {
 	assert.NotEqual(t, objectFingerprint(10, part), objectFingerprint(10, part[:1]))
 }
 
-// fakeSink stores objects as the online backend does: presign, PUT and
-// confirm, saving the progress after each of the first two and resuming
-// from what an earlier attempt saved. A step fails with the next error
-// scripted for it; every step is written into the journal.
-type fakeSink struct {
-	journal *journal
-
-	mu   sync.Mutex
-	fail map[string][]error
-}
-
-func (s *fakeSink) Store(_ context.Context, runID string, obj platform.Object, _ []byte, save func(platform.Object)) error {
-	if obj.URL == "" {
-		if err := s.step("presign"); err != nil {
-			return err
-		}
-		obj.URL = fmt.Sprintf("https://objects/%s/%d/%d", runID, obj.Step, obj.Range)
-		save(obj)
-	}
-	if !obj.Put {
-		if err := s.step("put"); err != nil {
-			return err
-		}
-		obj.Put = true
-		save(obj)
-	}
-	return s.step("confirm")
-}
-
-func (s *fakeSink) step(name string) error {
-	s.journal.add("%s", name)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if errs := s.fail[name]; len(errs) > 0 {
-		s.fail[name] = errs[1:]
-		return errs[0]
-	}
-	return nil
-}
-
 // Platform errors, as the rft client returns them.
 var (
 	unavailable = &rft.Error{Op: "put object", StatusCode: 503, Class: rft.ClassThrottled}
@@ -149,16 +107,16 @@ func episodeAt(step int64, answer string) plog.LogRecord {
 
 // push accepts the records into a batch, each at its own Loc, and uploads
 // it.
-func push(u *Uploader, l Ledger, recs ...plog.LogRecord) (map[Loc]bool, error) {
-	b := u.NewBatch(0)
+func push(u *Uploader, l *fakeLedger, recs ...plog.LogRecord) (map[Loc]bool, error) {
+	b := u.NewBatch(l, l, 0)
 	for i, lr := range recs {
-		u.Accept(l, b, lr, Loc{Record: i})
+		u.Accept(b, lr, Loc{Record: i})
 	}
-	return u.Upload(context.Background(), l, b)
+	return u.Upload(context.Background(), b)
 }
 
-func newTestUploader(sink platform.Objects, tel *countingTel) *Uploader {
-	return New(Config{StepInterval: 10, MaxEpisodeBytes: 1 << 20, MaxObjectBytes: 1 << 20}, sink, tel, logonce.New(zap.NewNop(), 16))
+func newTestUploader(tel *countingTel) *Uploader {
+	return New(Config{StepInterval: 10, MaxEpisodeBytes: 1 << 20, MaxObjectBytes: 1 << 20}, tel, logonce.New(zap.NewNop(), 16))
 }
 
 func TestAnObjectsUploadIsRecordedInTheLedgerAroundEachStep(t *testing.T) {
@@ -220,14 +178,14 @@ func TestAnObjectsUploadIsRecordedInTheLedgerAroundEachStep(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newFakeLedger()
-			sink := &fakeSink{journal: l.journal, fail: tt.fail}
+			l.sink = &platformtest.Sink{Note: func(r string) { l.journal.add("%s", r) }, Fail: tt.fail}
 			if len(tt.delivered) > 0 {
-				_, err := push(newTestUploader(sink, &countingTel{}), l, tt.delivered...)
+				_, err := push(newTestUploader(&countingTel{}), l, tt.delivered...)
 				require.NoError(t, err)
 				l.journal.take()
 			}
 			tel := &countingTel{}
-			retry, err := push(newTestUploader(sink, tel), l, tt.records...)
+			retry, err := push(newTestUploader(tel), l, tt.records...)
 			assert.Equal(t, tt.journal, l.journal.take())
 			assert.Equal(t, tt.retry, retry, "the records handed back")
 			if tt.retry == nil {
@@ -260,8 +218,8 @@ func TestTheRetryOfAFailedUploadResumesItsObjectFromWhereItStopped(t *testing.T)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newFakeLedger()
-			sink := &fakeSink{journal: l.journal, fail: tt.fail}
-			u := newTestUploader(sink, &countingTel{})
+			l.sink = &platformtest.Sink{Note: func(r string) { l.journal.add("%s", r) }, Fail: tt.fail}
+			u := newTestUploader(&countingTel{})
 			retry, err := push(u, l, episodeAt(10, "a"))
 			require.Error(t, err)
 			require.Equal(t, map[Loc]bool{{Record: 0}: true}, retry)

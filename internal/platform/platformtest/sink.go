@@ -1,0 +1,58 @@
+// Package platformtest is for tests only: a platform.Objects that stores
+// objects in the online backend's three requests, in order, and fails the
+// ones a test scripts. The uploader's tests and the run lifecycle's both
+// drive their side of an upload against it, so both see the same sequence
+// the platform does.
+package platformtest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/primeintellect/primeexporter/internal/platform"
+)
+
+// Sink stores objects as platform.Online does: presign, PUT and confirm,
+// saving the progress after each of the first two and resuming from what
+// an earlier attempt saved. Each request is told to Note (when set) before
+// it is answered; a request fails with the next error Fail scripts for it.
+type Sink struct {
+	Note func(request string)
+
+	mu   sync.Mutex
+	Fail map[string][]error
+}
+
+var _ platform.Objects = (*Sink)(nil)
+
+func (s *Sink) Store(_ context.Context, runID string, obj platform.Object, _ []byte, save func(platform.Object)) error {
+	if obj.URL == "" {
+		if err := s.request("presign"); err != nil {
+			return err
+		}
+		obj.URL = fmt.Sprintf("https://objects/%s/%d/%d", runID, obj.Step, obj.Range)
+		save(obj)
+	}
+	if !obj.Put {
+		if err := s.request("put"); err != nil {
+			return err
+		}
+		obj.Put = true
+		save(obj)
+	}
+	return s.request("confirm")
+}
+
+func (s *Sink) request(name string) error {
+	if s.Note != nil {
+		s.Note(name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if errs := s.Fail[name]; len(errs) > 0 {
+		s.Fail[name] = errs[1:]
+		return errs[0]
+	}
+	return nil
+}
