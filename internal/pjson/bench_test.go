@@ -43,3 +43,27 @@ func BenchmarkWriteString(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIndexSpecial is what a scanner of JSON text does over a
+// string's bytes: find each quote, backslash or control character in
+// turn, here over chat text as a JSON document holds it (its newlines
+// escaped, a backslash every few dozen bytes).
+func BenchmarkIndexSpecial(b *testing.B) {
+	for _, n := range []int{2 << 10, 200 << 10} {
+		var sb Buffer
+		WriteString(&sb, chatText(n, false))
+		s := sb.String()
+		b.Run(fmt.Sprint(n>>10, "KB"), func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				for i := 1; i < len(s); i++ {
+					k := IndexSpecial(s[i:])
+					if k < 0 {
+						break
+					}
+					i += k
+				}
+			}
+		})
+	}
+}

@@ -15,3 +15,15 @@ func plainPrefix(s string) int {
 	}
 	return plainPrefixAVX2(s)
 }
+
+//go:noescape
+func specialPrefixAVX2(s string) int
+
+// specialPrefix is plainPrefix for scanners of JSON strings (IndexSpecial):
+// it stops only at '"', '\\' and control characters, not at UTF-8.
+func specialPrefix(s string) int {
+	if !cpu.X86.HasAVX2 {
+		return 0
+	}
+	return specialPrefixAVX2(s)
+}

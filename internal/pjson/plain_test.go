@@ -65,3 +65,48 @@ func TestWriteStringWithoutTheVectorScanWritesTheSame(t *testing.T) {
 	}
 	checkString(t, long)
 }
+
+// TestSpecialPrefixStopsOnlyAtBytesAJSONStringMustEscape is the test above
+// for the scan IndexSpecial uses: it stops at control characters, quotes
+// and backslashes, and runs through UTF-8 and DEL; IndexSpecial finds what
+// a byte-by-byte search finds, with the vector scan and without it.
+func TestSpecialPrefixStopsOnlyAtBytesAJSONStringMustEscape(t *testing.T) {
+	stops := []byte{0x00, 0x0a, 0x1f, '"', '\\'}
+	plains := []byte{0x20, '!', '#', '[', ']', 0x7f, 0x80, 0xc3, 0xe2, 0xff}
+	filler := strings.Repeat("abcdefghijklmnopqrstuvwxyz 0123456789.", 5)
+	naive := func(s string) int {
+		return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' })
+	}
+	saved := cpu.X86.HasAVX2
+	defer func() { cpu.X86.HasAVX2 = saved }()
+	for _, vector := range []bool{saved, false} {
+		cpu.X86.HasAVX2 = vector
+		for n := 0; n <= 140; n++ {
+			whole := n / 32 * 32
+			if !vector {
+				whole = 0
+			}
+			if got := specialPrefix(filler[:n]); got != whole {
+				t.Fatalf("specialPrefix (vector %v) of %d plain bytes = %d, want %d", vector, n, got, whole)
+			}
+			for p := 0; p < n; p++ {
+				for _, c := range append(stops, plains...) {
+					b := []byte(filler[:n])
+					b[p] = c
+					s := string(b)
+					want := whole
+					if strings.IndexByte(string(stops), c) >= 0 && p < whole {
+						want = p
+					}
+					if got := specialPrefix(s); got != want {
+						t.Fatalf("specialPrefix (vector %v) with %#x at %d of %d bytes = %d, want %d", vector, c, p, n, got, want)
+					}
+					// strings.IndexFunc reads invalid UTF-8 as U+FFFD, which is no stop either.
+					if got, want := IndexSpecial(s), naive(s); got != want {
+						t.Fatalf("IndexSpecial (vector %v) with %#x at %d of %d bytes = %d, want %d", vector, c, p, n, got, want)
+					}
+				}
+			}
+		}
+	}
+}
