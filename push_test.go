@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/primeintellect/primeexporter/internal/flatparquet"
 	"github.com/primeintellect/primeexporter/internal/metadata"
@@ -126,7 +124,7 @@ func TestAPushThatFindsThePlatformDownHandsBackEveryRunsDataInTheBatchsOrder(t *
 
 // handBackAttr is the resource attribute a hand-back's token travels in
 // (internal/runs.AttrHandBack), spelled out so that the root's tests go
-// through its API only; endWithStep2InRetry checks that retries carry it.
+// through its API only.
 const handBackAttr = "prime.exporter.hand_back"
 
 func TestResourcesAreAlikeWhateverTheirHandBackTokens(t *testing.T) {
@@ -148,122 +146,6 @@ func TestResourcesAreAlikeWhateverTheirHandBackTokens(t *testing.T) {
 	more["host.name"] = "n1"
 	assert.False(t, sameResource(res(a, 0), res(more, 0)), "an attribute more")
 	assert.False(t, sameResource(res(more, 0), res(a, 0)), "an attribute less")
-}
-
-// --- hand-back: a close-out waits for the data in the collector's retry ---
-
-// During an outage a run's data waits in exporterhelper's back-off, where
-// the close-out's drain cannot see it, while the run's end needs no request
-// and is accepted at once: a close-out then would refuse the data when its
-// retry comes, and it would be lost.
-func TestACloseOutWaitsForTheRunsDataInTheCollectorsRetry(t *testing.T) {
-	h := newHarness(t, nil)
-	ctx := context.Background()
-	back := endWithStep2InRetry(t, h, "hb")
-
-	require.NoError(t, h.exp.pushMetrics(ctx, back.Data()), "the retry is accepted: the run is still open")
-	run := h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
-	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 0.5}}, run.Metrics)
-	assert.Zero(t, h.count(metricRejected, map[string]string{"reason": "run_closed"}))
-	reqs := h.platform.Requests()
-	assert.Equal(t, "/api/v1/rft/finalize", reqs[len(reqs)-1].Path, "finalize comes after the retried post")
-}
-
-// The batches a trainer sent during an outage wait in the sending queue
-// behind the one being retried; once the retry lands, the consumer takes
-// the next at once, and for that moment nothing of the run is in flight
-// or in retry. A close-out looking then must not refuse the batches still
-// to come (an end-to-end outage lost 7 metric records this way).
-func TestACloseOutWaitsForTheRunsDataQueuedBehindItsRetry(t *testing.T) {
-	h := newHarness(t, nil)
-	ctx := context.Background()
-	back := endWithStep2InRetry(t, h, "queued")
-
-	require.NoError(t, h.exp.pushMetrics(ctx, back.Data()), "the retry")
-	// Ten of the close-out's polls: the next batch's way out of the queue.
-	time.Sleep(10 * 50 * time.Millisecond)
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("queued"), map[int64]map[string]float64{3: {"loss": 0.25}})), "the batch queued behind the retry")
-
-	run := h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
-	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 0.5}, 3: {"loss": 0.25}}, run.Metrics)
-	assert.Zero(t, h.count(metricRejected, map[string]string{"reason": "run_closed"}))
-}
-
-// endWithStep2InRetry posts run key's step 1, has its step 2 handed back
-// by a platform answering 503, ends the run and waits until the close-out
-// waits for that retry, which it returns.
-func endWithStep2InRetry(t *testing.T, h *harness, key string) consumererror.Metrics {
-	t.Helper()
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun(key), map[int64]map[string]float64{1: {"loss": 1}})))
-	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
-	var back consumererror.Metrics
-	require.ErrorAs(t, h.exp.pushMetrics(ctx, gauges(trainRun(key), map[int64]map[string]float64{2: {"loss": 0.5}})), &back)
-	_, tagged := back.Data().ResourceMetrics().At(0).Resource().Attributes().Get(handBackAttr)
-	require.True(t, tagged, "the data handed back carries its token, for the close-out to wait for")
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun(key), runEnd("completed", ""))))
-	require.Eventually(t, func() bool {
-		return h.logs.FilterMessageSnippet("close-out waits for its data").Len() == 1
-	}, 5*time.Second, time.Millisecond)
-	return back
-}
-
-func TestACloseOutWaitsOnlyForItsOwnRunsRetries(t *testing.T) {
-	h := newHarness(t, nil)
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("done"), map[int64]map[string]float64{1: {"loss": 1}})))
-	h.platform.Inject(rfttest.RouteCreate, rfttest.Fault{Status: 502})
-	var back consumererror.Metrics
-	require.ErrorAs(t, h.exp.pushMetrics(ctx, gauges(trainRun("other"), map[int64]map[string]float64{1: {"loss": 1}})), &back)
-
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("done"), runEnd("completed", ""))))
-	h.waitStatus(h.platform.Runs()[0].ID, rfttest.StatusCompleted)
-}
-
-func TestARetryThatNeverComesBackHoldsACloseOutNoLongerThanMaxElapsedTime(t *testing.T) {
-	var now atomic.Int64
-	now.Store(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixNano())
-	h := newHarnessOpts(t, func(c *Config) { c.RetryConfig.MaxElapsedTime = time.Minute },
-		withRegistryClock(func() time.Time { return time.Unix(0, now.Load()) }))
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("drop"), map[int64]map[string]float64{1: {"loss": 1}})))
-	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
-	require.Error(t, h.exp.pushMetrics(ctx, gauges(trainRun("drop"), map[int64]map[string]float64{2: {"loss": 1}})))
-
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("drop"), runEnd("completed", ""))))
-	require.Eventually(t, func() bool {
-		return h.logs.FilterMessageSnippet("close-out waits for its data").Len() == 1
-	}, 5*time.Second, time.Millisecond)
-	// exporterhelper gives up on the data after max_elapsed_time.
-	now.Add(int64(time.Minute + time.Second))
-	h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
-}
-
-func TestWithoutRetryOnFailureNothingIsHandedBackToWaitFor(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.RetryConfig.Enabled = false })
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("noretry"), map[int64]map[string]float64{1: {"loss": 1}})))
-	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
-	err := h.exp.pushMetrics(ctx, gauges(trainRun("noretry"), map[int64]map[string]float64{2: {"loss": 1}}))
-	var back consumererror.Metrics
-	require.True(t, errors.As(err, &back))
-	_, tagged := back.Data().ResourceMetrics().At(0).Resource().Attributes().Get(handBackAttr)
-	assert.False(t, tagged, "no retry will bring it back")
-
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("noretry"), runEnd("completed", ""))))
-	h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
-}
-
-func TestCollectorShutdownDoesNotWaitForRetriesItStops(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.FinalizeGrace = time.Hour })
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("stop"), map[int64]map[string]float64{1: {"loss": 1}})))
-	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
-	require.Error(t, h.exp.pushMetrics(ctx, gauges(trainRun("stop"), map[int64]map[string]float64{2: {"loss": 1}})))
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("stop"), runEnd("completed", ""))))
-
-	h.shutdown()
-	assert.Equal(t, rfttest.StatusCompleted, h.onlyRun().Status, "the close-out the trainer asked for is finished")
 }
 
 // A time row has no step to hand back by: its retry must carry exactly the
@@ -328,85 +210,7 @@ func TestATimeRowWhosePostFailsIsHandedBackAloneAndLandsOnceOnTheRetry(t *testin
 	}
 }
 
-// --- close-out: a run's end, idle runs, shutdown ---
-
-func TestAnEndedRunIsClosedOutWithItsStatus(t *testing.T) {
-	tests := []struct {
-		name, status, reason string
-		wantStatus           string
-		wantFinalized        bool
-		wantMessage          string
-	}{
-		{"completed finalizes", "completed", "", rfttest.StatusCompleted, true, ""},
-		{"no status means completed", "", "", rfttest.StatusCompleted, true, ""},
-		{"failed sends the reason", "failed", "OOM at step 3", rfttest.StatusFailed, false, "OOM at step 3"},
-		{"failed without a reason says failed", "failed", "", rfttest.StatusFailed, false, "failed"},
-		{"cancelled leads the message", "cancelled", "user stop", rfttest.StatusFailed, false, "cancelled: user stop"},
-		{"crashed leads the message", "crashed", "segfault", rfttest.StatusFailed, false, "crashed: segfault"},
-		{"an unknown status closes as failed and names it", "exploded", "boom", rfttest.StatusFailed, false, "unknown status exploded: boom"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, nil)
-			ctx := context.Background()
-			require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("r"), map[int64]map[string]float64{1: {"loss": 1}})))
-			require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("r"), runEnd(tt.status, tt.reason))))
-			run := h.waitStatus(h.onlyRun().ID, tt.wantStatus)
-			assert.Equal(t, tt.wantFinalized, run.Finalized)
-			assert.Equal(t, tt.wantMessage, run.ErrorMessage)
-		})
-	}
-}
-
-func TestTheRunIsDrainedBeforeItIsClosedOut(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.FinalizeGrace = 200 * time.Millisecond })
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("drain"), metricsEvent(1, map[string]float64{"loss": 1}), runEnd("completed", ""))))
-	// Metrics of the last step arrive in the other pipeline after the end.
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("drain"), map[int64]map[string]float64{2: {"loss": 0.5}})))
-
-	run := h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
-	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 0.5}}, run.Metrics)
-	reqs := h.platform.Requests()
-	assert.Equal(t, "/api/v1/rft/finalize", reqs[len(reqs)-1].Path, "finalize comes after every metrics post")
-}
-
-func TestDataForAClosedRunIsRefusedAndCounted(t *testing.T) {
-	h := newHarness(t, nil)
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("closed"), metricsEvent(1, map[string]float64{"loss": 1}), runEnd("completed", ""))))
-	h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
-	require.Eventually(t, func() bool { return h.count(metricRuns, map[string]string{"event": "closed"}) == 1 }, 5*time.Second, time.Millisecond)
-	before := len(h.platform.Requests())
-
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("closed"), map[int64]map[string]float64{2: {"loss": 0.5}})))
-	assert.Len(t, h.platform.Requests(), before, "nothing is sent for a closed run")
-	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "run_closed"}))
-	assert.Contains(t, h.logText(), "already closed out")
-}
-
-func TestAnAttachedRunIsFinalizedButNeverMarkedFailed(t *testing.T) {
-	for _, tt := range []struct{ status, want string }{
-		{"completed", rfttest.StatusCompleted},
-		{"failed", rfttest.StatusRunning},
-		{"crashed", rfttest.StatusRunning},
-	} {
-		t.Run(tt.status, func(t *testing.T) {
-			h := newHarness(t, nil)
-			h.platform.AddRun("run-hosted")
-			ctx := context.Background()
-			res := map[string]string{"prime.run.id": "run-hosted"}
-			require.NoError(t, h.exp.pushMetrics(ctx, gauges(res, map[int64]map[string]float64{1: {"loss": 1}})))
-			require.NoError(t, h.exp.pushLogs(ctx, events(res, runEnd(tt.status, "x"))))
-			require.Eventually(t, func() bool { return h.count(metricRuns, map[string]string{"event": "closed"}) == 1 }, 5*time.Second, time.Millisecond)
-			run, _ := h.platform.Run("run-hosted")
-			assert.Equal(t, tt.want, run.Status)
-			for _, r := range h.platform.Requests() {
-				assert.NotEqual(t, "/api/v1/rft/external-runs", r.Path, "attaching makes no create request")
-			}
-		})
-	}
-}
+// --- the configured run ---
 
 func TestTheConfiguredRunIDAttachesWithoutARequest(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Run.ID = "run-sidecar" })
@@ -416,152 +220,6 @@ func TestTheConfiguredRunIDAttachesWithoutARequest(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 1, run.MetricPosts)
 	assert.Len(t, h.platform.Runs(), 1)
-}
-
-func TestAConflictOnTheStatusRouteMeansAlreadyClosedAndIsNotAnError(t *testing.T) {
-	h := newHarness(t, nil)
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("c409"), map[int64]map[string]float64{1: {"loss": 1}})))
-	id := h.onlyRun().ID
-	// The launcher closed the run first.
-	h.platform.Inject(rfttest.RouteStatus, rfttest.Fault{Status: 409, Body: `{"detail":"Cannot update status of run in 'COMPLETED' state."}`})
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("c409"), runEnd("failed", "late"))))
-	require.Eventually(t, func() bool { return h.count(metricRuns, map[string]string{"event": "closed"}) == 1 }, 5*time.Second, time.Millisecond)
-	assert.NotContains(t, h.logText(), "Could not close out run")
-	run, _ := h.platform.Run(id)
-	assert.Equal(t, rfttest.StatusRunning, run.Status, "the injected 409 answered without processing")
-}
-
-func TestAFinalizeRefusedForGoodFallsBackToTheStatusRoute(t *testing.T) {
-	h := newHarness(t, nil)
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("fb"), map[int64]map[string]float64{1: {"loss": 1}})))
-	h.platform.Inject(rfttest.RouteFinalize, rfttest.Fault{Status: 400})
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("fb"), runEnd("completed", ""))))
-	run := h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
-	assert.False(t, run.Finalized, "completed through the status route")
-}
-
-func TestARunWithoutTelemetryForIdleTimeoutIsMarkedCrashed(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
-	require.NoError(t, h.exp.pushMetrics(context.Background(), gauges(trainRun("idle"), map[int64]map[string]float64{1: {"loss": 1}})))
-	run := h.waitStatus(h.onlyRun().ID, rfttest.StatusFailed)
-	assert.Equal(t, "crashed: no telemetry for 100ms", run.ErrorMessage)
-}
-
-func TestAnAttachedRunIsNeverMarkedCrashedWhenIdle(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.IdleTimeout = 20 * time.Millisecond })
-	h.platform.AddRun("run-att")
-	require.NoError(t, h.exp.pushMetrics(context.Background(), gauges(map[string]string{"prime.run.id": "run-att"}, map[int64]map[string]float64{1: {"loss": 1}})))
-	time.Sleep(200 * time.Millisecond) // ten idle periods
-	run, _ := h.platform.Run("run-att")
-	assert.Equal(t, rfttest.StatusRunning, run.Status)
-}
-
-func TestCollectorShutdownClosesNoRunThatDidNotEnd(t *testing.T) {
-	h := newHarness(t, nil)
-	require.NoError(t, h.exp.pushMetrics(context.Background(), gauges(trainRun("live"), map[int64]map[string]float64{1: {"loss": 1}})))
-	h.shutdown()
-	assert.Equal(t, rfttest.StatusRunning, h.onlyRun().Status, "a collector restart is not the end of a training run")
-}
-
-func TestShutdownFinishesACloseOutTheTrainerAskedFor(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.FinalizeGrace = time.Hour })
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("bye"), metricsEvent(1, map[string]float64{"loss": 1}), runEnd("completed", ""))))
-	assert.Equal(t, rfttest.StatusRunning, h.onlyRun().Status, "still in its grace period")
-	h.shutdown()
-	assert.Equal(t, rfttest.StatusCompleted, h.onlyRun().Status)
-}
-
-// --- data for a closed run ---
-
-func TestDataRefusedForAClosedRunIsWarnedOncePerSignalNamingItsSignalAndTheFix(t *testing.T) {
-	tests := []struct {
-		name  string
-		order []string // the signals of the late data, in arrival order
-	}{
-		{"late metrics, then late logs", []string{"metrics", "logs"}},
-		{"late logs, then late metrics", []string{"logs", "metrics"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, nil)
-			ctx := context.Background()
-			require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("late"), metricsEvent(1, map[string]float64{"loss": 1}), runEnd("completed", ""))))
-			h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
-			require.Eventually(t, func() bool { return h.count(metricRuns, map[string]string{"event": "closed"}) == 1 }, 5*time.Second, time.Millisecond)
-
-			late := map[string]func() error{
-				"metrics": func() error {
-					return h.exp.pushMetrics(ctx, gauges(trainRun("late"), map[int64]map[string]float64{2: {"loss": 0.5}}))
-				},
-				"logs": func() error {
-					return h.exp.pushLogs(ctx, events(trainRun("late"), metricsEvent(2, map[string]float64{"kl": 0.1})))
-				},
-			}
-			for range 2 { // the repeats go to debug
-				for _, signal := range tt.order {
-					require.NoError(t, late[signal]())
-				}
-			}
-
-			refused := h.logs.FilterMessageSnippet("already closed out")
-			warnings := refused.FilterLevelExact(zapcore.WarnLevel).All()
-			var signals []string
-			for _, w := range warnings {
-				signals = append(signals, w.ContextMap()["signal"].(string))
-				assert.Contains(t, w.Message, "prime.run.end before its last metrics left")
-				assert.Contains(t, w.Message, "meter_provider.force_flush()")
-				assert.Contains(t, w.Message, "finalize_grace")
-				assert.Equal(t, int64(1), w.ContextMap()["records"])
-			}
-			assert.Equal(t, tt.order, signals, "one warning per signal, naming the signal refused")
-			assert.Equal(t, 2, refused.FilterLevelExact(zapcore.DebugLevel).Len())
-			for _, signal := range tt.order {
-				assert.Equal(t, int64(2), h.count(metricRejected, map[string]string{"signal": signal, "reason": "run_closed"}))
-			}
-		})
-	}
-}
-
-// --- attaching to a run the platform hosts ---
-
-// routeCount counts the platform's requests whose path ends in suffix.
-func routeCount(h *harness, suffix string) int {
-	n := 0
-	for _, r := range h.platform.Requests() {
-		if strings.HasSuffix(r.Path, suffix) {
-			n++
-		}
-	}
-	return n
-}
-
-func TestAnAttachIsVerifiedWithThePlatformBeforeDataIsTakenIntoTheRun(t *testing.T) {
-	tests := []struct {
-		name      string
-		known     bool
-		wantPosts int
-		wantRej   int64
-	}{
-		{"a run the key reaches takes the data", true, 2, 0},
-		{"an unknown run id takes nothing, and is asked once", false, 0, 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, nil)
-			if tt.known {
-				h.platform.AddRun("hosted-1")
-			}
-			attach := map[string]string{"prime.run.id": "hosted-1"}
-			for step := int64(1); step <= 2; step++ {
-				require.NoError(t, h.exp.pushMetrics(context.Background(), gauges(attach, map[int64]map[string]float64{step: {"loss": 1}})))
-			}
-			require.Equal(t, 1, routeCount(h, "/rft/samples/presign"), "the attach's check, once")
-			require.Equal(t, tt.wantPosts, routeCount(h, "/rft/metrics"))
-			require.Equal(t, tt.wantRej, h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": "run_refused"}))
-		})
-	}
 }
 
 // --- faults: what is retried in place, what goes back to the collector (the fault rig) ---

@@ -33,10 +33,11 @@ func Config(edits ...func(*runs.Config)) runs.Config {
 	return cfg
 }
 
-// Start builds a run registry on store, restores what store holds and
+// Start builds a run registry on api (its Objects and Evals too, where api
+// has them) and store, restores what store holds and
 // starts it, as the exporter's start does. The caller shuts it down.
 func Start(cfg runs.Config, api platform.Runs, store runs.Store, logger *zap.Logger, tel runs.Telemetry) *runs.Registry {
-	reg := runs.New(cfg, runs.Deps{API: api, Store: store, Logger: logger, Warn: logonce.New(logger, 0), Tel: tel})
+	reg := runs.New(cfg, withBackend(runs.Deps{API: api, Store: store, Logger: logger, Warn: logonce.New(logger, 0), Tel: tel}))
 	reg.Restore(context.Background())
 	reg.Start()
 	return reg
@@ -56,7 +57,7 @@ type Node struct {
 
 // NewNode starts a Node on srv (key prefix "test") with Config(edits…),
 // and shuts it down when the test ends.
-func NewNode(t testing.TB, srv *redistest.Server, api *CountingRuns, edits ...func(*runs.Config)) *Node {
+func NewNode(t testing.TB, srv *redistest.Server, api platform.Runs, edits ...func(*runs.Config)) *Node {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	logger := zap.New(core)
