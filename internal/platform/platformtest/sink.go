@@ -1,8 +1,10 @@
 // Package platformtest is for tests only: a platform.Objects that stores
 // objects in the online backend's three requests, in order, and fails the
-// ones a test scripts. The uploader's tests and the run lifecycle's both
-// drive their side of an upload against it, so both see the same sequence
-// the platform does.
+// ones a test scripts (Sink), and a reader of the sample objects the fake
+// platform received (Rows, Objects). The uploader's tests and the run
+// lifecycle's both drive their side of an upload against the Sink, so both
+// see the same sequence the platform does; the tests that upload over real
+// HTTP, here and at the root, read back what arrived with Objects.
 package platformtest
 
 import (
