@@ -206,6 +206,9 @@ func TestShutdownLogsWhatItLeavesOpen(t *testing.T) {
 }
 
 // --- persistence: restarts with a storage extension ---
+// The exporter's side of storage: its status, its log lines, a store that
+// cannot be opened. What a restart keeps of the runs is internal/runs'
+// persist_test.go.
 
 // memStorage is a storage extension whose data outlives the exporters that
 // use it, as file_storage's does across a collector restart.
@@ -270,81 +273,6 @@ func (rs *restartable) start() *harness {
 // crash abandons an exporter as kill -9 would: nothing is shut down.
 func crash(h *harness) { h.abandon() }
 
-func TestARestartWithStorageKeepsTheRunAndItsSampleRanges(t *testing.T) {
-	rs := newRestartable(t, nil)
-	ctx := context.Background()
-	first := rs.start()
-	require.NoError(t, first.exp.pushLogs(ctx, events(trainRun("keep"), episode(10, "a"), metricsEvent(10, map[string]float64{"loss": 1}))))
-	crash(first)
-
-	second := rs.start()
-	require.NoError(t, second.exp.pushLogs(ctx, events(trainRun("keep"), episode(10, "late"), metricsEvent(11, map[string]float64{"loss": 0.5}), runEnd("completed", ""))))
-	run := second.waitStatus(second.onlyRun().ID, rfttest.StatusCompleted)
-	assert.Len(t, rs.platform.Runs(), 1, "one run across the restart")
-	assert.Equal(t, []string{"step 10: q-a#0:0", "step 10: q-late#1:0"}, objects(t, run), "the range counter survived")
-	assert.Equal(t, map[int64]map[string]float64{10: {"loss": 1}, 11: {"loss": 0.5}}, run.Metrics)
-}
-
-func TestAReplayedBatchAfterARestartIsNotUploadedTwice(t *testing.T) {
-	rs := newRestartable(t, nil)
-	ctx := context.Background()
-	batch := events(trainRun("replay"), episode(10, "a"), episode(10, "b"))
-	first := rs.start()
-	require.NoError(t, first.exp.pushLogs(ctx, batch))
-	// The collector died before the persistent queue learnt of the
-	// success: it hands the same batch over again.
-	crash(first)
-	second := rs.start()
-	require.NoError(t, second.exp.pushLogs(ctx, batch))
-	assert.Equal(t, []string{"step 10: q-a#0:0 q-b#0:1"}, objects(t, second.onlyRun()))
-	assert.Equal(t, int64(2), second.count(metricSkipped, map[string]string{"reason": "already_delivered"}))
-}
-
-func TestAnUploadThatWasPutBeforeACrashIsOnlyConfirmedAfterTheRestart(t *testing.T) {
-	rs := newRestartable(t, nil)
-	ctx := context.Background()
-	batch := events(trainRun("resume"), episode(10, "a"))
-	first := rs.start()
-	rs.platform.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
-	err := first.exp.pushLogs(ctx, batch)
-	var partial consumererror.Logs
-	require.True(t, errors.As(err, &partial))
-	crash(first)
-
-	second := rs.start()
-	require.NoError(t, second.exp.pushLogs(ctx, partial.Data()))
-	assert.Equal(t, []string{"step 10: q-a#0:0"}, objects(t, second.onlyRun()))
-	assert.Equal(t, []string{"presign", "put", "confirm", "confirm", "confirm"}, routes(rs.platform), "after the restart: the confirm alone")
-}
-
-func TestARunThatEndedBeforeACrashIsClosedOutAfterTheRestart(t *testing.T) {
-	rs := newRestartable(t, func(c *Config) { c.FinalizeGrace = time.Hour })
-	ctx := context.Background()
-	first := rs.start()
-	require.NoError(t, first.exp.pushLogs(ctx, events(trainRun("ended"), metricsEvent(1, map[string]float64{"loss": 1}), runEnd("failed", "OOM"))))
-	crash(first)
-	rs.edit = func(c *Config) { c.FinalizeGrace = 0 }
-	second := rs.start()
-	run := second.waitStatus(rs.platform.Runs()[0].ID, rfttest.StatusFailed)
-	assert.Equal(t, "OOM", run.ErrorMessage)
-}
-
-func TestAClosedRunStaysClosedAcrossARestart(t *testing.T) {
-	rs := newRestartable(t, nil)
-	ctx := context.Background()
-	first := rs.start()
-	require.NoError(t, first.exp.pushLogs(ctx, events(trainRun("done"), metricsEvent(1, map[string]float64{"loss": 1}), runEnd("completed", ""))))
-	first.waitStatus(first.onlyRun().ID, rfttest.StatusCompleted)
-	require.Eventually(t, func() bool { return first.count(metricRuns, map[string]string{"event": "closed"}) == 1 }, 5*time.Second, time.Millisecond)
-	first.shutdown()
-
-	second := rs.start()
-	before := len(rs.platform.Requests())
-	require.NoError(t, second.exp.pushMetrics(ctx, gauges(trainRun("done"), map[int64]map[string]float64{2: {"loss": 1}})))
-	assert.Len(t, rs.platform.Requests(), before)
-	assert.Equal(t, int64(1), second.count(metricRejected, map[string]string{"reason": "run_closed"}))
-}
-
 func TestWithoutStorageARestartCreatesASecondRunAndSaysSo(t *testing.T) {
 	h := newHarness(t, nil)
 	assert.Contains(t, h.logText(), "a second run")
@@ -399,6 +327,9 @@ func TestARunRegistryThatCannotBeOpenedDoesNotStopTheCollector(t *testing.T) {
 }
 
 // --- the shared registry: a fleet of collectors on one Redis ---
+// The exporter's side of the fleet: Redis over TLS from the config, and
+// what a push hands back and reports while Redis is down. How the fleet's
+// collectors share a run is internal/runs' fleet_redis_test.go.
 
 // fleet is several collectors in front of one fake platform, sharing their
 // run registry through one real Redis: the node collectors of a multi-node
@@ -431,17 +362,6 @@ func (f *fleet) collector(edit ...func(*Config)) *harness {
 	return newHarnessWithHost(f.t, f.platform, cfg, &statusHost{Host: componenttest.NewNopHost()})
 }
 
-// requests counts the platform's requests of one route.
-func (f *fleet) requests(route string) int {
-	n := 0
-	for _, r := range routes(f.platform) {
-		if r == route {
-			n++
-		}
-	}
-	return n
-}
-
 // paths counts the platform's requests whose path ends with suffix.
 func (f *fleet) paths(suffix string) int {
 	n := 0
@@ -464,124 +384,6 @@ func (h *harness) statuses() []componentstatus.Status {
 		out = append(out, e.Status())
 	}
 	return out
-}
-
-func TestTwoCollectorsOnOneRedisCreateOneRunForConcurrentFirstData(t *testing.T) {
-	f := newFleet(t)
-	a, b := f.collector(), f.collector()
-	ctx := context.Background()
-	// The create is slow, so that the other collector's first data comes
-	// while it is on its way.
-	f.platform.Inject(rfttest.RouteCreate, rfttest.Fault{Delay: 200 * time.Millisecond})
-	concurrently(
-		func() {
-			assert.NoError(t, a.exp.pushMetrics(ctx, gauges(trainRun("multi-node"), map[int64]map[string]float64{1: {"loss": 1}})))
-		},
-		func() {
-			assert.NoError(t, b.exp.pushMetrics(ctx, gauges(trainRun("multi-node"), map[int64]map[string]float64{2: {"loss": 2}})))
-		},
-	)
-	assert.Equal(t, 1, f.creates(), "one create request for the fleet")
-	run := a.onlyRun()
-	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 2}}, run.Metrics, "both collectors' data is in the one run")
-	assert.Contains(t, a.logText()+b.logText(), "Joined run created by another collector")
-}
-
-func TestEpisodesOfOneStepThroughTwoCollectorsGetRangesThatNeverCollide(t *testing.T) {
-	f := newFleet(t)
-	a, b := f.collector(), f.collector()
-	ctx := context.Background()
-	require.NoError(t, a.exp.pushLogs(ctx, events(trainRun("ranges"), episode(10, "a"))))
-	require.NoError(t, b.exp.pushLogs(ctx, events(trainRun("ranges"), episode(10, "b"))))
-	require.NoError(t, a.exp.pushLogs(ctx, events(trainRun("ranges"), episode(10, "c"))))
-	assert.Equal(t, []string{"step 10: q-a#0:0", "step 10: q-b#1:0", "step 10: q-c#2:0"}, objects(t, a.onlyRun()),
-		"one counter for the fleet, from 0 for the run that it created")
-}
-
-func TestARunEndedThroughOneCollectorIsClosedOutOnceAndTheOtherRefusesItsLaterData(t *testing.T) {
-	f := newFleet(t)
-	a, b := f.collector(), f.collector()
-	ctx := context.Background()
-	require.NoError(t, a.exp.pushMetrics(ctx, gauges(trainRun("ends"), map[int64]map[string]float64{1: {"loss": 1}})))
-	require.NoError(t, b.exp.pushMetrics(ctx, gauges(trainRun("ends"), map[int64]map[string]float64{2: {"loss": 2}})))
-	require.NoError(t, a.exp.pushLogs(ctx, events(trainRun("ends"), runEnd("completed", ""))))
-	run := a.waitStatus(a.onlyRun().ID, rfttest.StatusCompleted)
-
-	require.NoError(t, b.exp.pushMetrics(ctx, gauges(trainRun("ends"), map[int64]map[string]float64{3: {"loss": 3}})), "refused, not retried")
-	assert.Equal(t, int64(1), b.count(metricRejected, map[string]string{"reason": "run_closed"}))
-	assert.Contains(t, b.logText(), "Refused data for a run that is already closed out")
-	a.shutdown()
-	b.shutdown()
-	assert.Equal(t, 1, f.requests("finalize"), "closed out once")
-	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 2}}, f.platform.Runs()[0].Metrics)
-	assert.True(t, run.Finalized)
-}
-
-func TestARunEndedThroughBothCollectorsIsClosedOutOnce(t *testing.T) {
-	f := newFleet(t)
-	a, b := f.collector(), f.collector()
-	ctx := context.Background()
-	require.NoError(t, a.exp.pushMetrics(ctx, gauges(trainRun("both-end"), map[int64]map[string]float64{1: {"loss": 1}})))
-	concurrently(
-		func() { assert.NoError(t, a.exp.pushLogs(ctx, events(trainRun("both-end"), runEnd("completed", "")))) },
-		func() {
-			assert.NoError(t, b.exp.pushLogs(ctx, events(trainRun("both-end"), runEnd("failed", "rank 1 died"))))
-		},
-	)
-	run := f.platform.Runs()[0]
-	require.Eventually(t, func() bool { r, _ := f.platform.Run(run.ID); return r.Status != rfttest.StatusRunning }, 5*time.Second, 5*time.Millisecond)
-	a.shutdown()
-	b.shutdown()
-	assert.Equal(t, 1, f.requests("finalize")+f.paths("/status"), "one close-out, with the fleet's first end")
-}
-
-func TestDataAnotherCollectorIsSendingWhenTheRunEndsLandsBeforeTheCloseOut(t *testing.T) {
-	f := newFleet(t)
-	a, b := f.collector(), f.collector()
-	ctx := context.Background()
-	require.NoError(t, a.exp.pushMetrics(ctx, gauges(trainRun("in-flight"), map[int64]map[string]float64{1: {"loss": 1}})))
-	id := a.onlyRun().ID
-
-	// b's last step is slow to land; the run's end reaches a meanwhile.
-	f.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Delay: 500 * time.Millisecond})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		assert.NoError(t, b.exp.pushMetrics(ctx, gauges(trainRun("in-flight"), map[int64]map[string]float64{2: {"loss": 2}})))
-	})
-	require.Eventually(t, func() bool { return f.platform.PendingFaults(rfttest.RouteMetrics) == 0 }, 5*time.Second, time.Millisecond)
-	require.NoError(t, a.exp.pushLogs(ctx, events(trainRun("in-flight"), runEnd("completed", ""))))
-	wg.Wait()
-
-	run := a.waitStatus(id, rfttest.StatusCompleted)
-	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 2}}, run.Metrics, "b's step landed before the close-out (the platform refuses metrics for a closed run)")
-	assert.Zero(t, b.count(metricRejected, nil))
-}
-
-func TestAnEpisodeDeliveredThroughOneCollectorIsLeftOutWhenReplayedThroughTheOther(t *testing.T) {
-	f := newFleet(t)
-	a, b := f.collector(), f.collector()
-	ctx := context.Background()
-	batch := events(trainRun("moved"), episode(10, "a"), episode(10, "b"))
-	require.NoError(t, a.exp.pushLogs(ctx, batch))
-	// The gateway set changed: the same batch, replayed by a's queue or
-	// re-sent by the trainer, now reaches b.
-	require.NoError(t, b.exp.pushLogs(ctx, batch))
-	assert.Equal(t, []string{"step 10: q-a#0:0 q-b#0:1"}, objects(t, a.onlyRun()))
-	assert.Equal(t, int64(2), b.count(metricSkipped, map[string]string{"reason": "already_delivered"}))
-}
-
-func TestAnUploadPutThroughOneCollectorIsOnlyConfirmedThroughTheOther(t *testing.T) {
-	f := newFleet(t)
-	a, b := f.collector(), f.collector()
-	ctx := context.Background()
-	f.platform.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
-	err := a.exp.pushLogs(ctx, events(trainRun("resume"), episode(10, "a")))
-	var partial consumererror.Logs
-	require.True(t, errors.As(err, &partial))
-
-	require.NoError(t, b.exp.pushLogs(ctx, partial.Data()))
-	assert.Equal(t, []string{"step 10: q-a#0:0"}, objects(t, a.onlyRun()))
-	assert.Equal(t, []string{"presign", "put", "confirm", "confirm", "confirm"}, routes(f.platform), "b sent the confirm alone")
 }
 
 // A Redis that speaks TLS only (a real redis-server on its tls-port, with a

@@ -52,12 +52,6 @@ type harness struct {
 // adjusts the config first.
 func newHarness(t *testing.T, edit func(*Config)) *harness {
 	t.Helper()
-	return newHarnessOpts(t, edit)
-}
-
-// newHarnessOpts is newHarness with more options for the exporter.
-func newHarnessOpts(t *testing.T, edit func(*Config), opts ...option) *harness {
-	t.Helper()
 	srv := rfttest.NewServer(rfttest.Options{APIKey: testAPIKey})
 	t.Cleanup(srv.Close)
 	cfg := createDefaultConfig().(*Config)
@@ -69,7 +63,7 @@ func newHarnessOpts(t *testing.T, edit func(*Config), opts ...option) *harness {
 	if edit != nil {
 		edit(cfg)
 	}
-	return newHarnessWithHost(t, srv, cfg, componenttest.NewNopHost(), opts...)
+	return newHarnessWithHost(t, srv, cfg, componenttest.NewNopHost())
 }
 
 // instantRetries makes the client's in-place retries instant, and two

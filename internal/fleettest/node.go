@@ -2,6 +2,7 @@ package fleettest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +54,9 @@ type Node struct {
 	// Health receives what the store reports to the collector's status:
 	// an error when Redis stops answering, nil when it is back.
 	Health chan error
+
+	t    testing.TB
+	once sync.Once
 }
 
 // NewNode starts a Node on srv (key prefix "test") with Config(edits…),
@@ -61,7 +65,7 @@ func NewNode(t testing.TB, srv *redistest.Server, api platform.Runs, edits ...fu
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	logger := zap.New(core)
-	n := &Node{Logs: logs, Tel: &Tally{}, Health: make(chan error, 16)}
+	n := &Node{Logs: logs, Tel: &Tally{}, Health: make(chan error, 16), t: t}
 	health := func(err error) {
 		select {
 		case n.Health <- err:
@@ -70,8 +74,14 @@ func NewNode(t testing.TB, srv *redistest.Server, api platform.Runs, edits ...fu
 	}
 	n.Store = runstore.NewRedisStore(runstore.RedisOptions{Endpoint: srv.Addr(), Prefix: "test", Logger: logger, Health: health})
 	n.Reg = Start(Config(edits...), api, n.Store, logger, n.Tel)
-	t.Cleanup(func() { require.NoError(t, n.Reg.Shutdown(context.Background())) })
+	t.Cleanup(n.Shutdown)
 	return n
+}
+
+// Shutdown shuts the node's registry down, once: the test's own call or
+// the one when the test ends.
+func (n *Node) Shutdown() {
+	n.once.Do(func() { require.NoError(n.t, n.Reg.Shutdown(context.Background())) })
 }
 
 // RedisClient is a test's own view of the shared Redis.

@@ -132,6 +132,17 @@ func (t *Tally) Rejected(reason reject.Reason) int {
 	return n
 }
 
+// Rejections is how many records were rejected, for any reason.
+func (t *Tally) Rejections() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, v := range t.rejects {
+		n += v
+	}
+	return n
+}
+
 // RejectedOf is how many records of signal were rejected for reason.
 func (t *Tally) RejectedOf(signal string, reason reject.Reason) int {
 	t.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
 func TestTwoRegistriesOnOneRedisCreateARunOnceForConcurrentFirstData(t *testing.T) {
@@ -44,6 +45,8 @@ func TestTwoRegistriesOnOneRedisCreateARunOnceForConcurrentFirstData(t *testing.
 	for _, id := range ids {
 		assert.Equal(t, "run-1", id, "every lease, on either collector, carries the one run")
 	}
+	assert.Positive(t, a.Logs.FilterMessageSnippet("Joined run created by another collector").Len()+
+		b.Logs.FilterMessageSnippet("Joined run created by another collector").Len(), "the collector that did not create says whose run it joined")
 }
 
 func TestAClaimLeftByACrashedCreatorExpiresAndTheNextCollectorCreates(t *testing.T) {
@@ -142,6 +145,94 @@ func TestARunEndedThroughOneRegistryIsClosedOutOnceAndTheOtherRefusesItsLaterDat
 	creates, finalized := api.Counts()
 	assert.Equal(t, 1, creates)
 	assert.Equal(t, []string{"run-1"}, finalized, "closed out once")
+}
+
+func TestARunEndedThroughBothRegistriesIsClosedOutOnce(t *testing.T) {
+	srv := redistest.New(t)
+	api := &fleettest.CountingRuns{}
+	a, b := fleettest.NewNode(t, srv, api), fleettest.NewNode(t, srv, api)
+	ctx := context.Background()
+	l, err := a.Reg.Acquire(ctx, fleettest.KeyedResource("both-end"), reject.SignalMetrics, 1)
+	require.NoError(t, err)
+	l.Release()
+	var wg sync.WaitGroup
+	for _, end := range []struct {
+		n   *fleettest.Node
+		end runs.End
+	}{{a, runs.End{Status: runs.StatusCompleted}}, {b, runs.End{Status: runs.StatusFailed, Reason: "rank 1 died"}}} {
+		wg.Go(func() {
+			l, err := end.n.Reg.Acquire(ctx, fleettest.KeyedResource("both-end"), reject.SignalLogs, 1)
+			if assert.NoError(t, err) {
+				l.End(end.end)
+				l.Release()
+			}
+		})
+	}
+	wg.Wait()
+	require.Eventually(t, func() bool { return api.CloseOuts() > 0 }, 5*time.Second, 5*time.Millisecond)
+	a.Shutdown()
+	b.Shutdown()
+	assert.Equal(t, 1, api.CloseOuts(), "one close-out, with the fleet's first end")
+}
+
+func TestDataAnotherRegistryIsSendingWhenTheRunEndsLandsBeforeTheCloseOut(t *testing.T) {
+	fake := fleettest.NewPlatform(t)
+	srv := redistest.New(t)
+	api := fleettest.Online(t, fake)
+	a, b := fleettest.NewNode(t, srv, api), fleettest.NewNode(t, srv, api)
+	_, err := postStep(a.Reg, fleettest.KeyedResource("in-flight"), 1, map[string]float64{"loss": 1})
+	require.NoError(t, err)
+	id := onlyRun(t, fake).ID
+
+	// b's last step is slow to land; the run's end reaches a meanwhile.
+	fake.Inject(rfttest.RouteMetrics, rfttest.Fault{Delay: 500 * time.Millisecond})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, err := postStep(b.Reg, fleettest.KeyedResource("in-flight"), 2, map[string]float64{"loss": 2})
+		assert.NoError(t, err)
+	})
+	require.Eventually(t, func() bool { return fake.PendingFaults(rfttest.RouteMetrics) == 0 }, 5*time.Second, time.Millisecond)
+	endRun(t, a.Reg, fleettest.KeyedResource("in-flight"), "completed", "")
+	wg.Wait()
+
+	run := waitStatus(t, fake, id, rfttest.StatusCompleted)
+	assert.Equal(t, map[int64]map[string]float64{1: {"loss": 1}, 2: {"loss": 2}}, run.Metrics, "b's step landed before the close-out (the platform refuses metrics for a closed run)")
+	assert.Zero(t, b.Tel.Rejections())
+}
+
+// The gateway set changed: a batch a collector took, replayed by its
+// queue or re-sent by the trainer, now reaches another.
+func TestAnUploadThroughOneRegistryIsNotDoneAgainThroughTheOther(t *testing.T) {
+	tests := []struct {
+		name        string
+		confirmDown bool // a's confirm fails on both in-place attempts
+		wantLeftOut []uint64
+		wantRoutes  []rfttest.Route
+	}{
+		{"episodes delivered through a are left out when replayed through b", false, []uint64{1, 2},
+			[]rfttest.Route{rfttest.RouteCreate, rfttest.RoutePresign, rfttest.RoutePut, rfttest.RouteConfirm}},
+		{"an upload put through a is only confirmed through b", true, nil,
+			[]rfttest.Route{rfttest.RouteCreate, rfttest.RoutePresign, rfttest.RoutePut, rfttest.RouteConfirm, rfttest.RouteConfirm, rfttest.RouteConfirm}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := fleettest.NewPlatform(t)
+			srv := redistest.New(t)
+			api := fleettest.Online(t, fake)
+			a, b := fleettest.NewNode(t, srv, api), fleettest.NewNode(t, srv, api)
+			if tt.confirmDown {
+				fake.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+			}
+			_, err := uploadEpisodes(a.Reg, fleettest.KeyedResource("moved"), 10, 1, 2)
+			require.Equal(t, tt.confirmDown, err != nil, "a's upload: %v", err)
+
+			leftOut, err := uploadEpisodes(b.Reg, fleettest.KeyedResource("moved"), 10, 1, 2)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantLeftOut, leftOut)
+			assert.Equal(t, []string{"step 10: range 0: [1 2]"}, objectsOf(t, onlyRun(t, fake)), "one object, in the range a took")
+			assert.Equal(t, tt.wantRoutes, fleettest.Routes(fake))
+		})
+	}
 }
 
 func TestWhileRedisIsDownAcquireIsRetryableAndCreatesNothingThenTheRunIsCreatedOnce(t *testing.T) {
