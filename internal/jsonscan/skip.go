@@ -1,0 +1,111 @@
+package jsonscan
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Text the scanner has accepted once need not be checked again. A native
+// document is read level by level, after its body was scanned whole: its
+// traces, then each trace's nodes, then each node's members, and token-id
+// and logprob arrays are most of such a document's bytes. Checking every
+// number of those arrays again at every level cost more than all the rest
+// of the mapping; Skip finds where a value ends by its brackets and quotes
+// alone, eight bytes a step between them.
+
+// Skip returns the index just after the JSON value that starts at s[i]
+// (whitespace before it not allowed), for text that Value accepted: it
+// checks nothing. On other text its answer lies in [i, len(s)] and means
+// nothing.
+func Skip(s string, i int) int {
+	if i >= len(s) {
+		return len(s)
+	}
+	switch s[i] {
+	case '"':
+		end, _ := scanString(s, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			if j += indexBracketOrQuote(s[j:]); j >= len(s) {
+				break
+			}
+			switch s[j] {
+			case '"':
+				end, _ := scanString(s, j) // end > j, so the walk moves on
+				j = end - 1
+			case '[', '{':
+				depth++
+			case ']', '}':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(s)
+	}
+	j := i
+	for j < len(s) && !endsScalar(s[j]) {
+		j++
+	}
+	return j
+}
+
+// endsScalar tells a byte that can follow a number or literal.
+func endsScalar(c byte) bool { return c == ',' || c == ']' || c == '}' || isSpace(c) }
+
+// Members is Object for text Value accepted: it calls fn with each member's
+// raw key and value text of the object at s[i] ('{') and returns the index
+// just after it, checking nothing (Skip). Its only errors are fn's. On
+// other text it stays within s and means nothing.
+func Members(s string, i int, fn func(key, value string) error) (int, error) {
+	i = skipSpace(s, min(i+1, len(s)))
+	if i < len(s) && s[i] == '}' {
+		return i + 1, nil
+	}
+	for i < len(s) {
+		k1, _ := scanString(s, i)
+		v0 := skipSpace(s, min(skipSpace(s, k1)+1, len(s))) // past the colon
+		v1 := Skip(s, v0)
+		if err := fn(s[i:k1], s[v0:v1]); err != nil {
+			return v1, err
+		}
+		if i = skipSpace(s, v1); i >= len(s) || s[i] == '}' {
+			return min(i+1, len(s)), nil
+		}
+		i = skipSpace(s, i+1) // past the comma
+	}
+	return len(s), nil
+}
+
+// SWAR masks: one byte value repeated in every byte of a word.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// indexBracketOrQuote is the index of the first '"', '[', ']', '{' or '}'
+// of s, or len(s); it may stop early at 'Y', '_', 'y' or DEL, which the
+// caller passes over. The four brackets are the bytes c with c|0x26 ==
+// 0x7f (with those four others), so a word is tested with two zero-byte
+// tests, whose lowest flag is always a true one.
+func indexBracketOrQuote(s string) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		if m := zeroBytes((x | ones*0x26) ^ ones*0x7f) | zeroBytes(x^ones*'"'); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c|0x26 == 0x7f || c == '"' {
+			return i
+		}
+	}
+	return i
+}
+
+// zeroBytes flags the zero bytes of v in their high bits; a flag above a
+// zero byte may be false, the lowest never is.
+func zeroBytes(v uint64) uint64 { return (v - ones) &^ v & highs }

@@ -1,0 +1,93 @@
+package jsonscan
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// skipCases are values whose ends hide behind what Skip passes over
+// unchecked: brackets and escaped quotes in strings, the bytes its bracket
+// test also stops at (Y, _, y, DEL), whitespace, nesting, and arrays long
+// enough for whole eight-byte words.
+func skipCases() []string {
+	return []string{
+		`{"a":"]}","b":[1,2,{"c":"[\"{"}],"d":-0.5e+3}`,
+		` [ 1 , "Y_y\u007f" , true , false , null , [ ] , { } ] `,
+		`[151000,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]`,
+		`[-0.12345678901234567,-1.5e-07,true,false,null,"\\",""]`,
+		`{"YY":{"__":{"yy":[["Yes"],{"_":"\u005d"}]}},"z":"}"}`,
+		`"a \"quoted\" ] word"`, `12345678901234567890`, `-0`, `true`, `null`,
+		"{\"x\":\"\x7f\x7fY\",\"k\":[\n1,\n2\n]\r\n}",
+	}
+}
+
+func TestSkipEndsEveryValueWhereValueDoes(t *testing.T) {
+	for _, s := range skipCases() {
+		checkSkip(t, s)
+	}
+}
+
+// checkSkip holds Skip to Value at every value s holds, Members to Object
+// at every object, and both to staying within the text when it is not
+// JSON.
+func checkSkip(t *testing.T, s string) {
+	t.Helper()
+	if !json.Valid([]byte(s)) {
+		for i := range s {
+			if end := Skip(s, i); end < i || end > len(s) {
+				t.Fatalf("Skip(%q, %d) = %d, outside the text", s, i, end)
+			}
+			if s[i] == '{' {
+				if end, _ := Members(s, i, func(k, v string) error { return nil }); end < i || end > len(s) {
+					t.Fatalf("Members(%q, %d) = %d, outside the text", s, i, end)
+				}
+			}
+		}
+		return
+	}
+	i := skipSpace(s, 0)
+	end, _ := Value(s, i, 0)
+	for _, v := range values(s[i:end]) {
+		at := int(uintptr(unsafe.Pointer(unsafe.StringData(v))) - uintptr(unsafe.Pointer(unsafe.StringData(s))))
+		if got := Skip(s, at); got != at+len(v) {
+			t.Fatalf("Skip(%q, %d) = %d, Value ends it at %d", s, at, got, at+len(v))
+		}
+		if v[0] != '{' {
+			continue
+		}
+		var want, got []string
+		wantEnd, _ := Object(s, at, 0, func(k, v string) error { want = append(want, k, v); return nil })
+		gotEnd, err := Members(s, at, func(k, v string) error { got = append(got, k, v); return nil })
+		if err != nil || gotEnd != wantEnd || strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+			t.Fatalf("Members(%q, %d) = %q, %d, %v; Object gives %q, %d", s, at, got, gotEnd, err, want, wantEnd)
+		}
+	}
+}
+
+// values is v and every value inside it, as the validating walkers find
+// them: slices of v's text.
+func values(v string) []string {
+	out := []string{v}
+	switch v[0] {
+	case '{':
+		_, _ = Object(v, 0, 0, func(_, mv string) error { out = append(out, values(mv)...); return nil })
+	case '[':
+		_ = EachElement(v, func(_, start int) (int, error) {
+			end, _ := Value(v, start, 1)
+			out = append(out, values(v[start:end])...)
+			return end, nil
+		})
+	}
+	return out
+}
+
+func FuzzSkipAgreesWithValue(f *testing.F) {
+	for _, s := range skipCases() {
+		f.Add(s)
+	}
+	f.Add(`[1,]`)
+	f.Add(`{"a":"`)
+	f.Fuzz(checkSkip)
+}
