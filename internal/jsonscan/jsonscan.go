@@ -365,6 +365,16 @@ func Rewrite(s string, compact, python bool) (out string, changed bool) {
 		start = i + n
 	}
 	for i := 0; i < len(s); {
+		if !python {
+			// Between strings, compact text is numbers, literals and
+			// punctuation: passed over eight bytes a step up to the next
+			// quote or whitespace (or control byte, which ends no skip
+			// wrongly: the byte loop below looks at it).
+			i += indexQuoteOrSpace(s[i:])
+			if i >= len(s) {
+				break
+			}
+		}
 		c := s[i]
 		switch {
 		case c == '"':
