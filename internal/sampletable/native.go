@@ -104,8 +104,10 @@ func readDocument(b body) document {
 // fromDocument maps a native document (episodes-native.md). The step is
 // attribute prime.work.step, else the body's run.work.step; eval work is
 // attribute prime.work.type=eval or run.work.type "eval". Attributes
-// prime.episode.<column> are not read: the document is the episode.
-func fromDocument(attrs pcommon.Map, b body, created time.Time, sampleLimit int) (Record, error) {
+// prime.episode.<column> are not read: the document is the episode. Its
+// rows' trajectory and info are written into a, as a column-keyed row's
+// JSON columns are.
+func fromDocument(a *Arena, attrs pcommon.Map, b body, created time.Time, sampleLimit int) (Record, error) {
 	d := readDocument(b)
 	var rec Record
 	step, how, ok, err := workStep(attrs)
@@ -134,7 +136,7 @@ func fromDocument(attrs pcommon.Map, b body, created time.Time, sampleLimit int)
 	if eval {
 		return rec, nil
 	}
-	if rec.Rows, err = d.project(rec.Step, created, sampleLimit); err != nil {
+	if rec.Rows, err = d.project(a, rec.Step, created, sampleLimit); err != nil {
 		return Record{}, err
 	}
 	return rec, nil
@@ -143,7 +145,7 @@ func fromDocument(attrs pcommon.Map, b body, created time.Time, sampleLimit int)
 // project gives the document's rows: one for its summary trace, or, when
 // that row's sample is larger than sampleLimit, one per trace. Traces
 // without branches have no row.
-func (d *document) project(step int64, created time.Time, sampleLimit int) ([]Episode, error) {
+func (d *document) project(a *Arena, step int64, created time.Time, sampleLimit int) ([]Episode, error) {
 	traces, err := readTraces(d.traces)
 	if err != nil || len(traces) == 0 {
 		return nil, err
@@ -156,11 +158,11 @@ func (d *document) project(step int64, created time.Time, sampleLimit int) ([]Ep
 	// The summary trace's advantage is the episode's: every row of the
 	// document and every branch carries it, as in the SDK.
 	adv := sum.advantage()
-	row, err := sum.project(adv, true)
+	row, err := sum.project(a, adv, true)
 	if err != nil {
 		return nil, err
 	}
-	ep := d.episode(step, created, row, adv, sum.infoWithWrapper(d.text))
+	ep := d.episode(step, created, row, adv, sum.infoWithWrapper(a, d.text))
 	if sampleEnvelopeBytes+sampleFieldBytes+ep.Size <= sampleLimit {
 		if row.branches == 0 {
 			return nil, nil
@@ -174,7 +176,7 @@ func (d *document) project(step int64, created time.Time, sampleLimit int) ([]Ep
 			if err := tr.checkInfo(); err != nil {
 				return nil, err
 			}
-			if r, err = tr.project(adv, true); err != nil {
+			if r, err = tr.project(a, adv, true); err != nil {
 				return nil, err
 			}
 		}

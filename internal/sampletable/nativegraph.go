@@ -168,8 +168,8 @@ func (t *trace) readUsage(i int, usage optValue) (callUsage, error) {
 // path from its root down to the leaf, with "advantage" = adv last when
 // withAdvantage. A branch repeats its whole prefix, so paths are walked
 // twice, to size the text and to write it, rather than kept: a wide, deep
-// graph would hold leaves × depth of them.
-func (g *graph) write(t *trace, r *traceRow, adv *float64, withAdvantage bool) error {
+// graph would hold leaves × depth of them. The text is written into a.
+func (g *graph) write(a *Arena, t *trace, r *traceRow, adv *float64, withAdvantage bool) error {
 	var path []int
 	size := 2
 	for leaf, n := range g.nodes {
@@ -197,8 +197,7 @@ func (g *graph) write(t *trace, r *traceRow, adv *float64, withAdvantage bool) e
 	if adv != nil {
 		advText = string(pjson.AppendFloat(scratch[:0], *adv))
 	}
-	var sb pjson.Buffer
-	sb.Grow(size)
+	sb := pjson.NewBuffer(a.take(size))
 	sb.WriteByte('[')
 	var cstart, cend int
 	for leaf, n := range g.nodes {

@@ -63,10 +63,10 @@ func (t *trace) advantage() *float64 {
 // infoWithWrapper is the summary row's info: the trace's info plus the
 // whole record and the trace's index, as the SDK writes it ({**info,
 // native_wrapper, native_trace_index}): a key the info has already keeps
-// its place and takes the new value; later duplicates of it go.
-func (t *trace) infoWithWrapper(doc string) string {
-	var sb pjson.Buffer
-	sb.Grow(t.info.orNull().jsonSize() + len(doc) + 64)
+// its place and takes the new value; later duplicates of it go. It is
+// written into a.
+func (t *trace) infoWithWrapper(a *Arena, doc string) string {
+	sb := pjson.NewBuffer(a.take(t.info.orNull().jsonSize() + len(doc) + 64))
 	index := strconv.Itoa(t.index)
 	var wrapped, indexed bool
 	n := 0
@@ -126,8 +126,9 @@ type traceRow struct {
 
 // project gives the trace's row. withAdvantage sets every trajectory
 // branch's "advantage" to adv, as the table's rows carry it; an
-// evaluation's v0 sample has no advantage key.
-func (t *trace) project(adv *float64, withAdvantage bool) (traceRow, error) {
+// evaluation's v0 sample has no advantage key. The trajectory is written
+// into a.
+func (t *trace) project(a *Arena, adv *float64, withAdvantage bool) (traceRow, error) {
 	var r traceRow
 	if data := t.task.pick("data"); data.ok {
 		r.task = ptr(data.json())
@@ -155,7 +156,7 @@ func (t *trace) project(adv *float64, withAdvantage bool) (traceRow, error) {
 	if err != nil {
 		return traceRow{}, err
 	}
-	if err := g.write(t, &r, adv, withAdvantage); err != nil {
+	if err := g.write(a, t, &r, adv, withAdvantage); err != nil {
 		return traceRow{}, err
 	}
 	return r, nil

@@ -77,7 +77,7 @@ func FromRecordIn(a *Arena, attrs pcommon.Map, body pcommon.Value, ts, observed 
 func mapRecord(a *Arena, attrs pcommon.Map, v pcommon.Value, created time.Time, sampleLimit int) (Record, error) {
 	b := readBody(v)
 	if b.err == nil && b.isDocument() {
-		return fromDocument(attrs, b, created, sampleLimit)
+		return fromDocument(a, attrs, b, created, sampleLimit)
 	}
 	return fromColumns(a, attrs, b, created)
 }

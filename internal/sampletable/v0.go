@@ -86,7 +86,7 @@ func (d *document) projectV0(rolloutNumber func(string) int64, sampleLimit int) 
 		return V0Episode{}, err
 	}
 	n := rolloutNumber(sum.task.pick("data").pick("idx").orNull().json())
-	sample := d.v0Sample(sum, &parts, n, d.id, sum.infoWithWrapper(d.text))
+	sample := d.v0Sample(sum, &parts, n, d.id, sum.infoWithWrapper(nil, d.text))
 	if sampleEnvelopeBytes+len(sample) <= sampleLimit {
 		ep.Samples = []string{sample}
 		return ep, nil
@@ -152,7 +152,7 @@ type v0Parts struct {
 func (t *trace) v0Parts() (v0Parts, error) {
 	var p v0Parts
 	var err error
-	if p.row, err = t.project(nil, false); err != nil {
+	if p.row, err = t.project(nil, nil, false); err != nil {
 		return v0Parts{}, err
 	}
 	if p.truncated, p.tokenUsage, err = t.calledValues(); err != nil {
