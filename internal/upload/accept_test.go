@@ -34,7 +34,10 @@ func (c *countingTel) Reject(_ string, r reject.Reason, n int) { c.add("reject "
 func (c *countingTel) Skip(_ string, r reject.Reason, n int)   { c.add("skip "+string(r), n) }
 func (c *countingTel) Coerce(_ string, r reject.Reason, n int) { c.add("coerce "+string(r), n) }
 func (c *countingTel) SamplesUploaded(rows, _, _ int)          { c.add("rows", rows) }
-func (c *countingTel) TracesUploaded(_, docs int)              { c.add("documents", docs) }
+func (c *countingTel) TracesUploaded(batches, docs int) {
+	c.add("trace batches", batches)
+	c.add("documents", docs)
+}
 
 func (c *countingTel) counts() map[string]int {
 	c.mu.Lock()

@@ -3,9 +3,26 @@ package upload
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"testing"
+	"time"
 
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/primeintellect/primeexporter/internal/fleettest"
+	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/platform/platformtest"
+	"github.com/primeintellect/primeexporter/internal/reject"
+	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
 // journal is what the uploader asked of the ledger and the sink, in order.
@@ -179,4 +196,125 @@ func progress(obj platform.Object) string {
 		return "presigned"
 	}
 	return "new"
+}
+
+// liveRun is the other Ledger and Route: a run's lease from a real run
+// registry (fleettest's collector on the online backend), whose uploads go
+// over real HTTP to the spec-only fake platform, as the exporter's do. The
+// tests that check what the platform received (objects read back, ranges,
+// requests) upload through it; the uploader's telemetry is counted and its
+// warnings observed.
+type liveRun struct {
+	t        *testing.T
+	platform *rfttest.Server
+	reg      *runs.Registry
+	res      pcommon.Resource
+	up       *Uploader
+	tel      *countingTel
+	logs     *observer.ObservedLogs
+}
+
+// testConfig is the exporter's default samples configuration: every 10th
+// step, episodes and objects up to 32 MiB.
+func testConfig(edits ...func(*Config)) Config {
+	cfg := Config{StepInterval: 10, MaxEpisodeBytes: 32 << 20, MaxObjectBytes: 32 << 20}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	return cfg
+}
+
+// newLiveRun is the run of a trainer that creates it by key (team-1), on
+// a registry of its own over srv, with an uploader of cfg.
+func newLiveRun(t *testing.T, srv *rfttest.Server, cfg Config) *liveRun {
+	t.Helper()
+	return newLiveRunOf(t, srv, fleettest.KeyedResource("run-key"), cfg)
+}
+
+// newLiveRunOf is newLiveRun for the run res names.
+func newLiveRunOf(t *testing.T, srv *rfttest.Server, res pcommon.Resource, cfg Config) *liveRun {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	tel := &countingTel{}
+	c := fleettest.NewCollector(t, fleettest.Config(), fleettest.Online(t, srv), runstore.NewMemStore())
+	return &liveRun{t: t, platform: srv, reg: c.Reg, res: res, up: New(cfg, tel, logonce.New(zap.New(core), 16)), tel: tel, logs: logs}
+}
+
+// push is one push of records to the run, as the exporter's is: a lease
+// for the push, the records accepted each at its own Loc, the batch
+// uploaded. It returns the records to retry and the error.
+func (r *liveRun) push(recs ...plog.LogRecord) (map[Loc]bool, error) {
+	r.t.Helper()
+	ctx := context.Background()
+	l, err := r.reg.Acquire(ctx, r.res, reject.SignalLogs, len(recs))
+	require.NoError(r.t, err)
+	defer l.Release()
+	b := r.up.NewBatch(l, l, len(recs))
+	defer b.Release()
+	for i, lr := range recs {
+		r.up.Accept(b, lr, Loc{Record: i})
+	}
+	return r.up.Upload(ctx, b)
+}
+
+// end ends the run, as a prime.run.end does after a push's uploads.
+func (r *liveRun) end(status string) {
+	r.t.Helper()
+	l, err := r.reg.Acquire(context.Background(), r.res, reject.SignalLogs, 1)
+	require.NoError(r.t, err)
+	l.End(runs.End{Status: status})
+	l.Release()
+}
+
+// retried are the records of recs that retry names, in their order: what
+// the collector's retry sends again.
+func retried(recs []plog.LogRecord, retry map[Loc]bool) []plog.LogRecord {
+	var out []plog.LogRecord
+	for i, lr := range recs {
+		if retry[Loc{Record: i}] {
+			out = append(out, lr)
+		}
+	}
+	return out
+}
+
+// run is the platform's only run; the test fails if there is not exactly
+// one.
+func (r *liveRun) run() rfttest.Run {
+	r.t.Helper()
+	all := r.platform.Runs()
+	require.Len(r.t, all, 1, "runs on the platform")
+	return all[0]
+}
+
+// objects are the run's confirmed objects, read back (platformtest.Objects).
+func (r *liveRun) objects() []string {
+	r.t.Helper()
+	return platformtest.Objects(r.t, r.run())
+}
+
+// waitStatus waits for the run's close-out to reach the platform.
+func (r *liveRun) waitStatus(status string) rfttest.Run {
+	r.t.Helper()
+	id := r.run().ID
+	var run rfttest.Run
+	require.Eventually(r.t, func() bool {
+		run, _ = r.platform.Run(id)
+		return run.Status == status
+	}, 10*time.Second, 5*time.Millisecond, "run %s never reached %s", id, status)
+	return run
+}
+
+// logText is every warning the uploader logged, with its fields: what a
+// user reads.
+func (r *liveRun) logText() string {
+	var b strings.Builder
+	for _, e := range r.logs.All() {
+		b.WriteString(e.Message)
+		for k, v := range e.ContextMap() {
+			fmt.Fprintf(&b, " %s=%v", k, v)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package upload
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,10 +13,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
+	"github.com/primeintellect/primeexporter/internal/fleettest"
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/platform/platformtest"
 	"github.com/primeintellect/primeexporter/internal/sampletable"
 	"github.com/primeintellect/primeexporter/rft"
+	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
 func sized(sizes ...int) []episode {
@@ -231,5 +234,205 @@ func TestTheRetryOfAFailedUploadResumesItsObjectFromWhereItStopped(t *testing.T)
 			assert.Equal(t, tt.journal, l.journal.take())
 			assert.Empty(t, l.pendingObjects())
 		})
+	}
+}
+
+// --- over real HTTP: a run's lease and the fake platform ---
+
+// stepEpisode is a trainer's prime.episode record dispatched at step: the
+// prompt "q-"+text and one branch whose assistant message is text. Its
+// timestamp is fixed by its step, so that the record sent again is the
+// same episode.
+func stepEpisode(step int64, text string) plog.LogRecord {
+	lr := record(`{"prompt":"q-`+text+`","reward":1,"trajectory":[{"messages":[{"role":"assistant","content":"`+text+`"}],`+
+		`"num_input_tokens":10,"num_output_tokens":20}]}`, "prime.work.step", step)
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).Add(time.Duration(step) * time.Second)))
+	return lr
+}
+
+// evalWork marks lr as evaluation work.
+func evalWork(lr plog.LogRecord) plog.LogRecord {
+	lr.Attributes().PutStr("prime.work.type", "eval")
+	return lr
+}
+
+func TestOnlyStepsOnTheCadenceAreUploadedAndTheRestAreCountedApart(t *testing.T) {
+	r := newLiveRun(t, fleettest.NewPlatform(t), testConfig())
+	_, err := r.push(stepEpisode(10, "a"), stepEpisode(10, "b"), stepEpisode(11, "c"), stepEpisode(20, "d"), evalWork(stepEpisode(20, "e")))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step 10: q-a#0:0 q-b#0:1", "step 20: q-d#0:0"}, r.objects())
+	assert.Equal(t, map[string]int{"skip off_cadence": 1, "skip eval": 1, "rows": 3}, r.tel.counts(), "skipping is not a loss: nothing rejected")
+}
+
+func TestAStepWithNoRowsMakesNoRequest(t *testing.T) {
+	srv := fleettest.NewPlatform(t)
+	r := newLiveRun(t, srv, testConfig())
+	empty := record(`{"trajectory":[]}`, "prime.work.step", int64(10))
+	_, err := r.push(empty, stepEpisode(30, "x"), evalWork(stepEpisode(40, "y")))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step 30: q-x#0:0"}, r.objects())
+	assert.Equal(t, []rfttest.Route{rfttest.RouteCreate, rfttest.RoutePresign, rfttest.RoutePut, rfttest.RouteConfirm}, fleettest.Routes(srv))
+	assert.Equal(t, map[string]int{"skip empty_trajectory": 1, "skip eval": 1, "rows": 1}, r.tel.counts())
+}
+
+func TestAnOffPolicyStragglerLandsInASecondObjectOfItsStepWithItsOwnRange(t *testing.T) {
+	r := newLiveRun(t, fleettest.NewPlatform(t), testConfig())
+	_, err := r.push(stepEpisode(10, "a"), stepEpisode(10, "b"))
+	require.NoError(t, err)
+	// Dispatched at 10, it arrives with step 20's batch.
+	_, err = r.push(stepEpisode(20, "c"), stepEpisode(10, "straggler"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"step 10: q-a#0:0 q-b#0:1",
+		"step 10: q-straggler#1:0",
+		"step 20: q-c#0:0",
+	}, r.objects())
+}
+
+func TestBadEpisodesAreRejectedOneByOneAndTheRestLand(t *testing.T) {
+	r := newLiveRun(t, fleettest.NewPlatform(t), testConfig())
+	badReward := stepEpisode(10, "bad")
+	badReward.Body().SetStr(strings.Replace(badReward.Body().Str(), `"reward":1`, `"reward":{}`, 1))
+	stringStep := stepEpisode(10, "bad2")
+	stringStep.Attributes().PutStr("prime.work.step", "ten")
+	_, err := r.push(badReward, stepEpisode(10, "good"), stringStep)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step 10: q-good#0:0"}, r.objects())
+	assert.Equal(t, map[string]int{"reject bad_value": 1, "reject bad_step": 1, "rows": 1}, r.tel.counts())
+	text := r.logText()
+	assert.Contains(t, text, "reward")
+	assert.Contains(t, text, "prime.work.step")
+}
+
+func TestWhatThePlatformAnswersAnObjectsRequestsDecidesWhetherItsStepLands(t *testing.T) {
+	tests := []struct {
+		name    string
+		route   rfttest.Route
+		faults  []rfttest.Fault
+		records []plog.LogRecord
+		objects []string
+		routes  []rfttest.Route // after the run's create
+		counts  map[string]int
+		logged  string // in a warning
+	}{
+		{
+			name: "a failed presign loses only that step", route: rfttest.RoutePresign, faults: []rfttest.Fault{{Status: 400}},
+			records: []plog.LogRecord{stepEpisode(10, "lost"), stepEpisode(20, "kept")},
+			objects: []string{"step 20: q-kept#0:0"},
+			routes:  []rfttest.Route{rfttest.RoutePresign, rfttest.RoutePresign, rfttest.RoutePut, rfttest.RouteConfirm},
+			counts:  map[string]int{"reject upload_rejected": 1, "rows": 1},
+		},
+		{
+			name: "a presign without URL is an error naming the keys that came back", route: rfttest.RoutePresign,
+			faults:  []rfttest.Fault{{Status: 200, Body: `{"data":{"s3Key":"k.parquet"}}`}},
+			records: []plog.LogRecord{stepEpisode(10, "x")},
+			routes:  []rfttest.Route{rfttest.RoutePresign},
+			counts:  map[string]int{"reject upload_rejected": 1},
+			logged:  "s3Key",
+		},
+		{
+			name: "a PUT answered with 503 is retried and lands once", route: rfttest.RoutePut, faults: []rfttest.Fault{{Status: 503}},
+			records: []plog.LogRecord{stepEpisode(10, "x")},
+			objects: []string{"step 10: q-x#0:0"},
+			routes:  []rfttest.Route{rfttest.RoutePresign, rfttest.RoutePut, rfttest.RoutePut, rfttest.RouteConfirm},
+			counts:  map[string]int{"rows": 1},
+		},
+		{
+			name: "a PUT answered with 403 is final", route: rfttest.RoutePut, faults: []rfttest.Fault{{Status: 403}},
+			records: []plog.LogRecord{stepEpisode(10, "x")},
+			routes:  []rfttest.Route{rfttest.RoutePresign, rfttest.RoutePut},
+			counts:  map[string]int{"reject upload_rejected": 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fleettest.NewPlatform(t)
+			srv.Inject(tt.route, tt.faults...)
+			r := newLiveRun(t, srv, testConfig())
+			retry, err := r.push(tt.records...)
+			require.NoError(t, err, "a refusal for good is not retried")
+			assert.Nil(t, retry)
+			assert.Equal(t, tt.objects, r.objects())
+			assert.Len(t, r.run().Objects, len(tt.objects), "nothing uploaded but the confirmed objects")
+			assert.Equal(t, append([]rfttest.Route{rfttest.RouteCreate}, tt.routes...), fleettest.Routes(srv))
+			assert.Equal(t, tt.counts, r.tel.counts())
+			assert.Contains(t, r.logText(), tt.logged)
+		})
+	}
+}
+
+func TestAFailedConfirmIsRetriedWithoutUploadingAgain(t *testing.T) {
+	srv := fleettest.NewPlatform(t)
+	r := newLiveRun(t, srv, testConfig())
+	// Both in-place attempts fail: the records go back to the collector.
+	// A 500 is about this request, so step 20 still goes (after a 503 the
+	// platform is down and it would go back unsent).
+	srv.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 500}, rfttest.Fault{Status: 500})
+	recs := []plog.LogRecord{stepEpisode(10, "x"), stepEpisode(20, "y")}
+	retry, err := r.push(recs...)
+	require.Error(t, err)
+	assert.False(t, consumererror.IsPermanent(err), "retryable")
+	assert.Equal(t, map[Loc]bool{{Record: 0}: true}, retry, "only step 10's record comes back")
+
+	_, err = r.push(retried(recs, retry)...)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step 20: q-y#0:0", "step 10: q-x#0:0"}, r.objects())
+	assert.Equal(t, []rfttest.Route{rfttest.RouteCreate,
+		rfttest.RoutePresign, rfttest.RoutePut, rfttest.RouteConfirm, rfttest.RouteConfirm,
+		rfttest.RoutePresign, rfttest.RoutePut, rfttest.RouteConfirm,
+		rfttest.RouteConfirm,
+	}, fleettest.Routes(srv), "step 10: presign, put, two failed confirms; step 20 in full; then step 10's confirm alone")
+}
+
+func TestARetryNeverReuploadsAStepThatWasConfirmed(t *testing.T) {
+	srv := fleettest.NewPlatform(t)
+	r := newLiveRun(t, srv, testConfig())
+	// Step 10 goes; step 20's presign finds the platform down twice.
+	srv.Inject(rfttest.RoutePresign, rfttest.Fault{}, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
+	recs := []plog.LogRecord{stepEpisode(10, "x"), stepEpisode(20, "y")}
+	retry, err := r.push(recs...)
+	require.Error(t, err)
+	assert.Equal(t, map[Loc]bool{{Record: 1}: true}, retry, "only step 20's record comes back")
+
+	_, err = r.push(retried(recs, retry)...)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step 10: q-x#0:0", "step 20: q-y#0:0"}, r.objects())
+	assert.Equal(t, 2, fleettest.Requests(srv, rfttest.RouteConfirm), "one confirm per object")
+}
+
+func TestAnEpisodeLargerThanTheLimitIsRejectedOnItsOwn(t *testing.T) {
+	r := newLiveRun(t, fleettest.NewPlatform(t), testConfig(func(c *Config) { c.MaxEpisodeBytes = 2000 }))
+	_, err := r.push(stepEpisode(10, strings.Repeat("x", 5000)), stepEpisode(10, "small"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step 10: q-small#0:0"}, r.objects())
+	assert.Equal(t, map[string]int{"reject episode_too_large": 1, "rows": 1}, r.tel.counts())
+	assert.Contains(t, r.logText(), "max_episode_bytes")
+}
+
+func TestAStepLargerThanTheObjectLimitIsSplitWithARangePerPart(t *testing.T) {
+	r := newLiveRun(t, fleettest.NewPlatform(t), testConfig(func(c *Config) { c.MaxEpisodeBytes, c.MaxObjectBytes = 4000, 4000 }))
+	text := strings.Repeat("t", 1000)
+	_, err := r.push(stepEpisode(10, text), stepEpisode(10, text), stepEpisode(10, text))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"step 10: q-" + text + "#0:0", "step 10: q-" + text + "#1:0", "step 10: q-" + text + "#2:0"}, r.objects())
+}
+
+func TestAnAttachedRunDrawsItsRangesFromTheUpperHalf(t *testing.T) {
+	srv := fleettest.NewPlatform(t)
+	srv.AddRun("run-att")
+	res := pcommon.NewResource()
+	res.Attributes().PutStr("prime.run.id", "run-att")
+	r := newLiveRunOf(t, srv, res, testConfig())
+	_, err := r.push(stepEpisode(10, "a"), stepEpisode(10, "b"))
+	require.NoError(t, err)
+	run, _ := srv.Run("run-att")
+	require.Len(t, run.Objects, 1)
+	rows := platformtest.Rows(t, run.Objects[0].Body)
+	require.Len(t, rows, 2)
+	for _, row := range rows {
+		rng := row.SampleID >> 32
+		assert.GreaterOrEqual(t, rng, int64(1<<20))
+		assert.Less(t, rng, int64(1<<21))
+		assert.Less(t, row.SampleID, int64(1<<53))
 	}
 }
