@@ -1,7 +1,6 @@
 package primeexporter
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,17 +13,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/primeintellect/primeexporter/internal/platform/platformtest"
 	"github.com/primeintellect/primeexporter/rft"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
@@ -152,6 +150,13 @@ func TestAPrimeMetricsEventIsPostedAsThePlatformsSDKPostsIt(t *testing.T) {
 
 // --- samples: episodes → Parquet objects → presign, PUT, confirm ---
 
+// What the upload does with a push's episodes (cadence, rejections,
+// splitting, ranges, the platform's answers, resume, the delivered set) is
+// internal/upload's to test (upload_test.go), against a run's lease and the
+// fake platform. Here: what the exporter around it decides (the PUT
+// client, the hand-back, requests pushed together, the close-out after the
+// uploads, offline mode and the persistent queue through the config).
+
 // episode is one prime.episode record dispatched at step, with a one-branch
 // trajectory carrying text.
 func episode(step int64, text string) func(plog.LogRecord) {
@@ -178,62 +183,11 @@ func withAttr(f func(plog.LogRecord), k, v string) func(plog.LogRecord) {
 	}
 }
 
-// row is what the independent reader (parquet-go) finds in an object.
-type row struct {
-	RunID    string
-	Step     int64
-	SampleID int64
-	Prompt   string
-}
+// readRows and objects read back the objects the fake platform received
+// (platformtest, shared with internal/upload's tests).
+func readRows(t *testing.T, body []byte) []platformtest.Row { return platformtest.Rows(t, body) }
 
-func readRows(t *testing.T, body []byte) []row {
-	t.Helper()
-	f, err := parquet.OpenFile(bytes.NewReader(body), int64(len(body)))
-	require.NoError(t, err, "parquet-go opens the object")
-	cols := f.Schema().Columns()
-	var out []row
-	for _, rg := range f.RowGroups() {
-		rows := rg.Rows()
-		buf := make([]parquet.Row, rg.NumRows())
-		n, _ := rows.ReadRows(buf)
-		require.NoError(t, rows.Close())
-		for _, pr := range buf[:n] {
-			var r row
-			for _, v := range pr {
-				switch cols[v.Column()][0] {
-				case "run_id":
-					r.RunID = string(v.ByteArray())
-				case "step":
-					r.Step = v.Int64()
-				case "sample_id":
-					r.SampleID = v.Int64()
-				case "prompt":
-					r.Prompt = string(v.ByteArray())
-				}
-			}
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// objects lists the run's confirmed objects as "step:prompts" with their
-// sample ids, in confirm order.
-func objects(t *testing.T, run rfttest.Run) []string {
-	t.Helper()
-	var out []string
-	for _, o := range run.Objects {
-		require.True(t, o.Confirmed, "object %s is confirmed", o.Key)
-		var parts []string
-		for _, r := range readRows(t, o.Body) {
-			require.Equal(t, run.ID, r.RunID)
-			require.Equal(t, o.Step, r.Step, "rows are keyed by the object's step")
-			parts = append(parts, fmt.Sprintf("%s#%d:%d", r.Prompt, r.SampleID>>32, r.SampleID&(1<<32-1)))
-		}
-		out = append(out, fmt.Sprintf("step %d: %s", o.Step, strings.Join(parts, " ")))
-	}
-	return out
-}
+func objects(t *testing.T, run rfttest.Run) []string { return platformtest.Objects(t, run) }
 
 func routes(srv *rfttest.Server) []string {
 	var out []string
@@ -253,95 +207,9 @@ func routes(srv *rfttest.Server) []string {
 	return out
 }
 
-func TestOnlyStepsOnTheCadenceAreUploadedAndTheRestAreCountedApart(t *testing.T) {
-	h := newHarness(t, nil)
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("cad"),
-		episode(10, "a"), episode(10, "b"), episode(11, "c"), episode(20, "d"),
-		withAttr(episode(20, "e"), "prime.work.type", "eval"),
-	)))
-	assert.Equal(t, []string{"step 10: q-a#0:0 q-b#0:1", "step 20: q-d#0:0"}, objects(t, h.onlyRun()))
-	assert.Equal(t, int64(1), h.count(metricSkipped, map[string]string{"reason": "off_cadence"}))
-	assert.Equal(t, int64(1), h.count(metricSkipped, map[string]string{"reason": "eval"}))
-	assert.Zero(t, h.count(metricRejected, nil), "skipping is not a loss")
-}
-
-func TestAStepWithNoRowsMakesNoRequest(t *testing.T) {
-	h := newHarness(t, nil)
-	empty := func(lr plog.LogRecord) {
-		lr.SetEventName("prime.episode")
-		lr.Attributes().PutInt("prime.work.step", 10)
-		lr.Body().SetEmptyMap().PutEmptySlice("trajectory")
-	}
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("empty"), empty, episode(30, "x"), withAttr(episode(40, "y"), "prime.work.type", "eval"))))
-	assert.Equal(t, []string{"step 30: q-x#0:0"}, objects(t, h.onlyRun()))
-	assert.Equal(t, []string{"presign", "put", "confirm"}, routes(h.platform))
-	assert.Equal(t, int64(1), h.count(metricSkipped, map[string]string{"reason": "empty_trajectory"}))
-}
-
-func TestAnOffPolicyStragglerLandsInASecondObjectOfItsStepWithItsOwnRange(t *testing.T) {
-	h := newHarness(t, nil)
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("late"), episode(10, "a"), episode(10, "b"))))
-	// Dispatched at 10, it arrives with step 20's batch.
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("late"), episode(20, "c"), episode(10, "straggler"))))
-	assert.Equal(t, []string{
-		"step 10: q-a#0:0 q-b#0:1",
-		"step 10: q-straggler#1:0",
-		"step 20: q-c#0:0",
-	}, objects(t, h.onlyRun()))
-}
-
-func TestBadEpisodesAreRejectedOneByOneAndTheRestLand(t *testing.T) {
-	h := newHarness(t, nil)
-	badReward := func(lr plog.LogRecord) {
-		episode(10, "bad")(lr)
-		lr.Body().Map().PutEmptyMap("reward")
-	}
-	stringStep := func(lr plog.LogRecord) {
-		episode(10, "bad2")(lr)
-		lr.Attributes().PutStr("prime.work.step", "ten")
-	}
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("mixed"), badReward, episode(10, "good"), stringStep)))
-	assert.Equal(t, []string{"step 10: q-good#0:0"}, objects(t, h.onlyRun()))
-	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "bad_value"}))
-	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "bad_step"}))
-	text := h.logText()
-	assert.Contains(t, text, "reward")
-	assert.Contains(t, text, "prime.work.step")
-}
-
-func TestAFailedPresignLosesOnlyThatStep(t *testing.T) {
-	h := newHarness(t, nil)
-	h.platform.Inject(rfttest.RoutePresign, rfttest.Fault{Status: 400})
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("p"), episode(10, "lost"), episode(20, "kept"))))
-	assert.Equal(t, []string{"step 20: q-kept#0:0"}, objects(t, h.onlyRun()))
-	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "upload_rejected"}))
-}
-
-func TestAPresignWithoutURLIsAnErrorNamingTheKeysThatCameBack(t *testing.T) {
-	h := newHarness(t, nil)
-	h.platform.Inject(rfttest.RoutePresign, rfttest.Fault{Status: 200, Body: `{"data":{"s3Key":"k.parquet"}}`})
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("nourl"), episode(10, "x"))))
-	assert.Empty(t, h.onlyRun().Objects)
-	assert.Contains(t, h.logText(), "s3Key")
-}
-
-func TestAPutAnsweredWith503IsRetriedAndLandsOnce(t *testing.T) {
-	h := newHarness(t, nil)
-	h.platform.Inject(rfttest.RoutePut, rfttest.Fault{Status: 503})
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("put503"), episode(10, "x"))))
-	assert.Equal(t, []string{"step 10: q-x#0:0"}, objects(t, h.onlyRun()))
-	assert.Equal(t, []string{"presign", "put", "put", "confirm"}, routes(h.platform))
-}
-
-func TestAPutAnsweredWith403IsFinal(t *testing.T) {
-	h := newHarness(t, nil)
-	h.platform.Inject(rfttest.RoutePut, rfttest.Fault{Status: 403})
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("put403"), episode(10, "x"))))
-	assert.Empty(t, h.onlyRun().Objects)
-	assert.Equal(t, []string{"presign", "put"}, routes(h.platform))
-}
-
+// The exporter gives presigned PUTs a bare client of their own
+// (platformClient): none of the API client's key, headers or auth
+// extensions.
 func TestTheObjectPutCarriesNoPlatformCredentials(t *testing.T) {
 	h := newHarness(t, nil)
 	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("creds"), episode(10, "x"))))
@@ -357,54 +225,23 @@ func TestTheObjectPutCarriesNoPlatformCredentials(t *testing.T) {
 	assert.Equal(t, 1, puts)
 }
 
-func TestAFailedConfirmIsRetriedWithoutUploadingAgain(t *testing.T) {
-	h := newHarness(t, nil)
-	ctx := context.Background()
-	// Both in-place attempts fail: the records go back to the collector.
-	// A 500 is about this request, so step 20 still goes (after a 503 the
-	// platform is down and it would go back unsent).
-	h.platform.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 500}, rfttest.Fault{Status: 500})
-	err := h.exp.pushLogs(ctx, events(trainRun("conf"), episode(10, "x"), episode(20, "y")))
-	require.Error(t, err)
-	var partial consumererror.Logs
-	require.True(t, errors.As(err, &partial))
-	assert.Equal(t, 1, partial.Data().LogRecordCount(), "only step 10's record comes back")
-
-	require.NoError(t, h.exp.pushLogs(ctx, partial.Data()))
-	assert.Equal(t, []string{"step 20: q-y#0:0", "step 10: q-x#0:0"}, objects(t, h.onlyRun()))
-	assert.Equal(t, []string{"presign", "put", "confirm", "confirm", "presign", "put", "confirm", "confirm"}, routes(h.platform),
-		"step 10: presign, put, two failed confirms; step 20 in full; then step 10's confirm alone")
-}
-
-func TestARetryNeverReuploadsAStepThatWasConfirmed(t *testing.T) {
+// The collector's retry gets only what failed: the step the platform
+// could not take now (503) comes back; the step that landed and the
+// request's metrics event beside it do not. (What the upload does with
+// the retried step, internal/upload's upload_test.go tests.)
+func TestAHandBackCarriesTheFailedStepsEpisodeButNotTheMetricsEventBesideIt(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()
 	h.platform.Inject(rfttest.RoutePresign, rfttest.Fault{}, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
 	err := h.exp.pushLogs(ctx, events(trainRun("dup"), episode(10, "x"), episode(20, "y"), metricsEvent(20, map[string]float64{"loss": 1})))
 	var partial consumererror.Logs
 	require.True(t, errors.As(err, &partial))
+	require.Equal(t, 1, partial.Data().LogRecordCount(), "step 20's episode alone")
+	prompt, _ := partial.Data().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Body().Map().Get("prompt")
+	assert.Equal(t, "q-y", prompt.Str())
 	require.NoError(t, h.exp.pushLogs(ctx, partial.Data()))
 	assert.Equal(t, []string{"step 10: q-x#0:0", "step 20: q-y#0:0"}, objects(t, h.onlyRun()))
 	assert.Equal(t, 1, h.onlyRun().MetricPosts, "the metrics event was not handed back")
-}
-
-func TestAnEpisodeLargerThanTheLimitIsRejectedOnItsOwn(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Samples.MaxEpisodeBytes = 2000 })
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("big"), episode(10, strings.Repeat("x", 5000)), episode(10, "small"))))
-	assert.Equal(t, []string{"step 10: q-small#0:0"}, objects(t, h.onlyRun()))
-	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "episode_too_large"}))
-	assert.Contains(t, h.logText(), "max_episode_bytes")
-}
-
-func TestAStepLargerThanTheObjectLimitIsSplitWithARangePerPart(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Samples.MaxEpisodeBytes = 4000; c.Samples.MaxObjectBytes = 4000 })
-	text := strings.Repeat("t", 1000)
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("split"), episode(10, text), episode(10, text), episode(10, text))))
-	got := objects(t, h.onlyRun())
-	require.Len(t, got, 3)
-	assert.Contains(t, got[0], "#0:0")
-	assert.Contains(t, got[1], "#1:0")
-	assert.Contains(t, got[2], "#2:0")
 }
 
 func TestTheRunIsClosedOutOnlyAfterItsLastObjectIsConfirmed(t *testing.T) {
@@ -412,20 +249,6 @@ func TestTheRunIsClosedOutOnlyAfterItsLastObjectIsConfirmed(t *testing.T) {
 	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("order"), episode(10, "a"), episode(20, "b"), runEnd("completed", ""))))
 	h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
 	assert.Equal(t, []string{"presign", "put", "confirm", "presign", "put", "confirm", "finalize"}, routes(h.platform))
-}
-
-func TestAnAttachedRunDrawsItsRangesFromTheUpperHalf(t *testing.T) {
-	h := newHarness(t, nil)
-	h.platform.AddRun("run-att")
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(map[string]string{"prime.run.id": "run-att"}, episode(10, "a"), episode(10, "b"))))
-	run, _ := h.platform.Run("run-att")
-	require.Len(t, run.Objects, 1)
-	for _, r := range readRows(t, run.Objects[0].Body) {
-		rng := r.SampleID >> 32
-		assert.GreaterOrEqual(t, rng, int64(1<<20))
-		assert.Less(t, rng, int64(1<<21))
-		assert.Less(t, r.SampleID, int64(1<<53))
-	}
 }
 
 func TestOfflineModeWritesTheExactObjectBytesUnderTheRunsSamplesFolder(t *testing.T) {
@@ -512,6 +335,11 @@ func TestWithAPersistentQueueEachRequestIsItsOwnObjectSoAReplayRemakesIt(t *test
 
 // --- Prime Traces: native episode documents ---
 
+// Routing, the fallback to the table and replays of documents are
+// internal/upload's to test (documents_test.go). Here: the run's choice
+// kept across a restart through the storage extension, and offline mode's
+// files.
+
 // nativeEpisode is a verifiers Episode.to_record() document of prime-rl,
 // dispatched at step: the trainer's own run stamp, one trainable trace.
 func nativeEpisode(id string, step int64) func(plog.LogRecord) {
@@ -529,145 +357,9 @@ func nativeEpisode(id string, step int64) func(plog.LogRecord) {
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
-// tracesHarness is an online exporter with Prime Traces on, against the
-// fake platform's Prime Traces endpoint; its in-place retries are instant.
-func tracesHarness(t *testing.T, srv *rfttest.Server, routing Routing, edit func(*Config)) *harness {
-	t.Helper()
-	cfg := createDefaultConfig().(*Config)
-	cfg.ClientConfig.Endpoint = srv.BaseURL()
-	cfg.APIKey = testAPIKey
-	cfg.TeamID = "team-1"
-	cfg.FinalizeGrace = 0
-	cfg.FinalizeTimeout = 5 * time.Second
-	cfg.Traces = TracesConfig{Enabled: true, Endpoint: srv.URL(), Routing: routing}
-	if edit != nil {
-		edit(cfg)
-	}
-	return newHarnessWithHost(t, srv, cfg, componenttest.NewNopHost(), withTracesOptions(func(o *rft.TracesOptions) {
-		o.MaxAttempts = 2
-		o.Sleep = func(context.Context, time.Duration) error { return nil }
-	}))
-}
-
-func newTracesPlatform(t *testing.T, opts rfttest.Options) *rfttest.Server {
-	t.Helper()
-	opts.APIKey = testAPIKey
-	srv := rfttest.NewServer(opts)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-// traceIDs lists the committed documents' ids with the run id each member
-// trace carries.
-func traceIDs(srv *rfttest.Server) []string {
-	var out []string
-	for _, d := range srv.TraceDocuments() {
-		traces := d.Doc["traces"].([]any)
-		run := traces[0].(map[string]any)["run"].(map[string]any)
-		out = append(out, d.Doc["id"].(string)+"@"+run["id"].(string))
-	}
-	return out
-}
-
-func TestExclusiveRoutingSendsDocumentsToPrimeTracesStampedWithThePlatformRunAndColumnEpisodesToTheTable(t *testing.T) {
-	srv := newTracesPlatform(t, rfttest.Options{})
-	h := tracesHarness(t, srv, RoutingExclusive, nil)
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("ex"),
-		nativeEpisode("e1", 20), nativeEpisode("e2", 21), episode(20, "column"), runEnd("completed", ""))))
-
-	run := h.waitStatus(h.onlyRun().ID, rfttest.StatusCompleted)
-	assert.Equal(t, []string{"e1@" + run.ID, "e2@" + run.ID}, traceIDs(srv), "every document of every step, the platform run on its traces")
-	assert.Equal(t, []string{"step 20: q-column#0:0"}, objects(t, run), "only the column-keyed episode is a row")
-	docs := srv.TraceDocuments()
-	assert.Equal(t, "team-1", docs[0].Team)
-	docRun := docs[0].Doc["run"].(map[string]any)
-	assert.Equal(t, "prl-7", docRun["trainer_run_id"], "the trainer's own id is kept")
-	assert.Equal(t, "train", docRun["work"].(map[string]any)["type"])
-	assert.Equal(t, int64(2), h.count(metricTraceDocs, nil))
-	assert.Equal(t, int64(1), h.count(metricTraceBatches, nil), "one batch")
-}
-
-func TestBothRoutingAlsoWritesTheDocumentsRowsToTheTable(t *testing.T) {
-	srv := newTracesPlatform(t, rfttest.Options{})
-	h := tracesHarness(t, srv, RoutingBoth, nil)
-	require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("both"), nativeEpisode("e1", 20), nativeEpisode("e2", 21))))
-	run := h.onlyRun()
-	assert.Len(t, traceIDs(srv), 2)
-	require.Equal(t, 1, len(run.Objects), "step 20 is on the cadence, 21 is not")
-	assert.Len(t, readRows(t, run.Objects[0].Body), 1)
-}
-
-func TestAnAccountWithoutPrimeTracesMovesTheRunToTheTableOnceAndForAll(t *testing.T) {
-	srv := newTracesPlatform(t, rfttest.Options{TracesDisabledTeams: []string{"team-1"}})
-	h := tracesHarness(t, srv, RoutingExclusive, nil)
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("fb"), nativeEpisode("e1", 20), nativeEpisode("e2", 30))))
-	before := srv.TraceRequests()
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("fb"), nativeEpisode("e3", 40))))
-
-	run := h.onlyRun()
-	assert.Equal(t, 3, len(run.Objects), "the refused batch's rows and every later one's are in the table")
-	assert.Empty(t, srv.TraceDocuments())
-	assert.Equal(t, before, srv.TraceRequests(), "Prime Traces is not asked again")
-	assert.Equal(t, 1, h.logs.FilterMessageSnippet("Prime Traces is not enabled for this account").Len())
-}
-
-func TestNoOtherRefusalMovesARunToTheTable(t *testing.T) {
-	tests := []struct {
-		name  string
-		fault rfttest.Fault
-	}{
-		{"403 forbidden", rfttest.Fault{Status: 403, Code: "forbidden"}},
-		{"400 invalid_trace", rfttest.Fault{Status: 400, Code: "invalid_trace"}},
-		{"401 unauthenticated", rfttest.Fault{Status: 401, Code: "unauthenticated"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newTracesPlatform(t, rfttest.Options{})
-			h := tracesHarness(t, srv, RoutingExclusive, nil)
-			srv.Inject(rfttest.RouteTraces, tt.fault)
-			require.NoError(t, h.exp.pushLogs(context.Background(), events(trainRun("no-fb"), nativeEpisode("e1", 20))))
-			assert.Zero(t, len(h.onlyRun().Objects), "nothing goes to the table")
-			assert.Empty(t, srv.TraceDocuments())
-			assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "traces_rejected"}))
-		})
-	}
-}
-
-func TestARefusalAfterACommitDoesNotSplitTheRun(t *testing.T) {
-	srv := newTracesPlatform(t, rfttest.Options{})
-	h := tracesHarness(t, srv, RoutingExclusive, nil)
-	ctx := context.Background()
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("split"), nativeEpisode("e1", 20))))
-	srv.Inject(rfttest.RouteTraces, rfttest.Fault{Status: 403, Code: "service_not_enabled"})
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("split"), nativeEpisode("e2", 30))))
-	assert.Zero(t, len(h.onlyRun().Objects))
-	assert.Len(t, srv.TraceDocuments(), 1)
-	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "traces_rejected"}))
-}
-
-func TestAnOutageHandsTheDocumentsBackAndTheRetryCommitsEachOnce(t *testing.T) {
-	srv := newTracesPlatform(t, rfttest.Options{})
-	h := tracesHarness(t, srv, RoutingBoth, nil)
-	ctx := context.Background()
-	// The first attempt is committed but its answer is lost; the second
-	// finds the platform down.
-	srv.Inject(rfttest.RouteTraces, rfttest.Fault{Status: 503, AfterProcessing: true}, rfttest.Fault{Status: 503})
-	err := h.exp.pushLogs(ctx, events(trainRun("replay"), nativeEpisode("e1", 20), nativeEpisode("e2", 20)))
-	var back consumererror.Logs
-	require.True(t, errors.As(err, &back), "handed back: %v", err)
-	assert.Len(t, srv.TraceDocuments(), 2)
-
-	require.NoError(t, h.exp.pushLogs(ctx, back.Data()))
-	require.NoError(t, h.exp.pushLogs(ctx, events(trainRun("replay"), nativeEpisode("e1", 20), nativeEpisode("e2", 20))), "the queue replays the whole push")
-	run := h.onlyRun()
-	assert.Len(t, traceIDs(srv), 2, "each document committed once")
-	require.Equal(t, 1, len(run.Objects))
-	assert.Len(t, readRows(t, run.Objects[0].Body), 2, "each row once")
-}
-
 func TestARestartWithStorageKeepsTheRunsPrimeTracesChoices(t *testing.T) {
-	srv := newTracesPlatform(t, rfttest.Options{TracesDisabledTeams: []string{"team-1"}})
+	srv := rfttest.NewServer(rfttest.Options{APIKey: testAPIKey, TracesDisabledTeams: []string{"team-1"}})
+	t.Cleanup(srv.Close)
 	rs := &restartable{t: t, platform: srv, storage: newMemStorage(), edit: func(c *Config) {
 		c.Traces = TracesConfig{Enabled: true, Endpoint: srv.URL(), Routing: RoutingExclusive}
 	}}
