@@ -2,6 +2,7 @@ package sampletable
 
 import (
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
@@ -132,7 +133,9 @@ func fromDocument(a *Arena, attrs pcommon.Map, b body, created time.Time, sample
 		eval = true
 	}
 	rec.Eval = eval
-	rec.Document = []byte(d.text)
+	// Not a copy: at 200 KB, copying the document into fresh memory was a
+	// sixth of mapping it, for a sink (Prime Traces) that only reads it.
+	rec.Document = unsafe.Slice(unsafe.StringData(d.text), len(d.text))
 	if eval {
 		return rec, nil
 	}

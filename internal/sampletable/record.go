@@ -32,7 +32,9 @@ type Record struct {
 	Rows []Episode
 	// Document is a native document as received, as compact JSON (what
 	// its row's info holds as native_wrapper); nil for a column-keyed
-	// record. Eval work has one too.
+	// record. Eval work has one too. It shares the memory of the record's
+	// body (or of the text compacted from it), which is immutable: it
+	// must not be written to.
 	Document []byte
 	// Coerced has one entry per value taken as a Python user means it
 	// rather than as sent (reject.NumberString, reject.JSONText).
