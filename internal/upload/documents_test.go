@@ -82,7 +82,10 @@ func TestExclusiveRoutingSendsDocumentsToPrimeTracesStampedWithThePlatformRunAnd
 	require.NoError(t, err)
 	r.end(runs.StatusCompleted)
 
-	run := r.waitStatus(rfttest.StatusCompleted)
+	id := r.run().ID
+	require.Eventually(t, func() bool { run, _ := srv.Run(id); return run.Status == rfttest.StatusCompleted }, 10*time.Second, 5*time.Millisecond,
+		"the run is closed out once its uploads are done")
+	run := r.run()
 	assert.Equal(t, []string{"e1@" + run.ID, "e2@" + run.ID}, traceIDs(srv), "every document of every step, the platform run on its traces")
 	assert.Equal(t, []string{"step 20: q-column#0:0"}, platformtest.Objects(t, run), "only the column-keyed episode is a row")
 	docs := srv.TraceDocuments()

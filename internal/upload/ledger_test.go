@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -291,18 +290,6 @@ func (r *liveRun) run() rfttest.Run {
 func (r *liveRun) objects() []string {
 	r.t.Helper()
 	return platformtest.Objects(r.t, r.run())
-}
-
-// waitStatus waits for the run's close-out to reach the platform.
-func (r *liveRun) waitStatus(status string) rfttest.Run {
-	r.t.Helper()
-	id := r.run().ID
-	var run rfttest.Run
-	require.Eventually(r.t, func() bool {
-		run, _ = r.platform.Run(id)
-		return run.Status == status
-	}, 10*time.Second, 5*time.Millisecond, "run %s never reached %s", id, status)
-	return run
 }
 
 // logText is every warning the uploader logged, with its fields: what a
