@@ -184,8 +184,10 @@ func TestDataAnotherRegistryIsSendingWhenTheRunEndsLandsBeforeTheCloseOut(t *tes
 	require.NoError(t, err)
 	id := onlyRun(t, fake).ID
 
-	// b's last step is slow to land; the run's end reaches a meanwhile.
-	fake.Inject(rfttest.RouteMetrics, rfttest.Fault{Delay: 500 * time.Millisecond})
+	// b's last step is slow to land, slower than the quiet a close-out
+	// keeps after its own pushes (afterWaitQuiet); the run's end reaches a
+	// meanwhile.
+	fake.Inject(rfttest.RouteMetrics, rfttest.Fault{Delay: 1500 * time.Millisecond})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		_, err := postStep(b.Reg, fleettest.KeyedResource("in-flight"), 2, map[string]float64{"loss": 2})
