@@ -72,7 +72,6 @@ type option func(*options)
 
 type options struct {
 	client []func(*rft.Options)
-	traces []func(*rft.TracesOptions)
 	runs   []runs.Option
 	outage []outage.Option
 }
@@ -81,12 +80,6 @@ type options struct {
 // built (e.g. instant in-place retries).
 func withClientOptions(f func(*rft.Options)) option {
 	return func(o *options) { o.client = append(o.client, f) }
-}
-
-// withTracesOptions adjusts the Prime Traces client's options before it is
-// built.
-func withTracesOptions(f func(*rft.TracesOptions)) option {
-	return func(o *options) { o.traces = append(o.traces, f) }
 }
 
 // withOutageOptions passes options to the outage watches (e.g. a clock).
@@ -270,9 +263,6 @@ func (e *primeExporter) onlineTraces() (*platform.OnlineTraces, error) {
 		HTTPClient: hc,
 		UserAgent:  "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
 		Sleep:      runs.SleepUnless(e.stopping),
-	}
-	for _, f := range e.opts.traces {
-		f(&opts)
 	}
 	c, err := rft.NewTraces(opts)
 	if err != nil {
