@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/primeintellect/primeexporter/internal/fleettest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
@@ -37,10 +36,10 @@ func TestAnAttachIsVerifiedWithThePlatformBeforeDataIsTakenIntoTheRun(t *testing
 					require.True(t, errors.Is(err, runs.ErrSkipped), "refused, not retried: %v", err)
 				}
 			}
-			require.Equal(t, 1, fleettest.Requests(srv, rfttest.RoutePresign), "the attach's check, once")
-			require.Equal(t, tt.wantPosts, fleettest.Requests(srv, rfttest.RouteMetrics))
+			require.Equal(t, 1, srv.RequestsByRoute()[rfttest.RoutePresign], "the attach's check, once")
+			require.Equal(t, tt.wantPosts, srv.RequestsByRoute()[rfttest.RouteMetrics])
 			require.Equal(t, tt.wantRej, c.Tel.Rejected(reject.RunRefused))
-			assert.Zero(t, fleettest.Requests(srv, rfttest.RouteCreate))
+			assert.Zero(t, srv.RequestsByRoute()[rfttest.RouteCreate])
 		})
 	}
 }
