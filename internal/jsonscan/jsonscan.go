@@ -1,8 +1,10 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strings"
 
 	"github.com/primeintellect/primeexporter/internal/pjson"
@@ -99,7 +101,22 @@ func scanContainer(s string, i, depth int, closing byte) (int, bool) {
 			}
 			i = skipSpace(s, i+1)
 		}
-		if i, ok = Value(s, i, depth+1); !ok {
+		if i >= len(s) {
+			return i, false
+		}
+		// Numbers and booleans straight away: token-id, mask and logprob
+		// arrays are most of a native document's elements.
+		switch c := s[i]; {
+		case c == '-' || c-'0' <= 9:
+			i, ok = scanNumber(s, i)
+		case c == 't' && strings.HasPrefix(s[i:], "true"):
+			i, ok = i+4, true
+		case c == 'f' && strings.HasPrefix(s[i:], "false"):
+			i, ok = i+5, true
+		default:
+			i, ok = Value(s, i, depth+1)
+		}
+		if !ok {
 			return i, false
 		}
 		i = skipSpace(s, i)
@@ -199,8 +216,20 @@ func scanNumber(s string, i int) (int, bool) {
 	return i, true
 }
 
+// scanDigits is the index of the first byte from s[i] on that is not a
+// digit, or len(s): eight bytes a step, for a logprob's seventeen digits.
 func scanDigits(s string, i int) int {
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		// Bytes below '0', and bytes above '9' (0x3a + 0x46 reaches the
+		// high bit, and bytes ≥ 0x80 have it): the lowest flag is exact.
+		below := (x - ones*'0') &^ x & highs
+		above := ((x&^highs)+ones*0x46 | x) & highs
+		if m := below | above; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(s) && s[i]-'0' <= 9 {
 		i++
 	}
 	return i
