@@ -2,6 +2,8 @@ package fleettest
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,4 +40,42 @@ func Online(t testing.TB, srv *rfttest.Server) *platform.Online {
 	o := platform.NewOnline(c, componenttest.NewNopHost(), zap.NewNop())
 	t.Cleanup(o.CloseIdleConnections)
 	return o
+}
+
+// Routes names the platform's requests in the order it received them (the
+// training routes: create, metrics, presign, put, confirm, finalize,
+// status; others are left out). internal/upload's tests read it.
+func Routes(srv *rfttest.Server) []rfttest.Route {
+	var out []rfttest.Route
+	for _, r := range srv.Requests() {
+		if route := routeOf(r.Method, r.Path); route != "" {
+			out = append(out, route)
+		}
+	}
+	return out
+}
+
+func routeOf(method, path string) rfttest.Route {
+	switch {
+	case strings.HasPrefix(path, "/storage/"):
+		return rfttest.RoutePut
+	case strings.HasSuffix(path, "/rft/external-runs"):
+		return rfttest.RouteCreate
+	case strings.HasSuffix(path, "/rft/metrics"):
+		return rfttest.RouteMetrics
+	case strings.HasSuffix(path, "/rft/samples/presign"):
+		return rfttest.RoutePresign
+	case strings.HasSuffix(path, "/rft/samples/confirm"):
+		return rfttest.RouteConfirm
+	case strings.HasSuffix(path, "/rft/finalize"):
+		return rfttest.RouteFinalize
+	case method == http.MethodPut && strings.HasSuffix(path, "/status"):
+		return rfttest.RouteStatus
+	}
+	return ""
+}
+
+// Requests counts the platform's requests of route.
+func Requests(srv *rfttest.Server, route rfttest.Route) int {
+	return srv.RequestsByRoute()[route]
 }
