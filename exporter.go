@@ -87,12 +87,6 @@ func withOutageOptions(opts ...outage.Option) option {
 	return func(o *options) { o.outage = append(o.outage, opts...) }
 }
 
-// withRegistryClock gives the run registry a clock (e.g. one a test moves
-// past max_elapsed_time).
-func withRegistryClock(now func() time.Time) option {
-	return func(o *options) { o.runs = append(o.runs, runs.WithClock(now)) }
-}
-
 // withCloseOutPause replaces the run registry's wait between close-out
 // rounds (e.g. none at all).
 func withCloseOutPause(pause func(ctx context.Context, d time.Duration) error) option {

@@ -374,7 +374,7 @@ func (r *faultRig) inPlaceWaits() []time.Duration {
 func (r *faultRig) calls() map[rfttest.Route]int {
 	out := map[rfttest.Route]int{}
 	for _, req := range r.platform.Requests() {
-		out[routeOf(req.Method, req.Path)]++
+		out[rfttest.TrainingRoute(req.Method, req.Path)]++
 	}
 	for route, n := range r.net.refusedCounts() {
 		out[route] += n
@@ -389,27 +389,6 @@ func (r *faultRig) waitCloseOut() {
 		text := r.logText()
 		return strings.Contains(text, "Closed out run") || strings.Contains(text, "Could not close out run")
 	}, 10*time.Second, time.Millisecond, "the close-out never finished")
-}
-
-// routeOf names the platform operation of a request.
-func routeOf(method, path string) rfttest.Route {
-	switch {
-	case strings.HasPrefix(path, "/storage/"):
-		return rfttest.RoutePut
-	case strings.HasSuffix(path, "/rft/external-runs"):
-		return rfttest.RouteCreate
-	case strings.HasSuffix(path, "/rft/metrics"):
-		return rfttest.RouteMetrics
-	case strings.HasSuffix(path, "/rft/samples/presign"):
-		return rfttest.RoutePresign
-	case strings.HasSuffix(path, "/rft/samples/confirm"):
-		return rfttest.RouteConfirm
-	case strings.HasSuffix(path, "/rft/finalize"):
-		return rfttest.RouteFinalize
-	case method == http.MethodPut && strings.HasSuffix(path, "/status"):
-		return rfttest.RouteStatus
-	}
-	return ""
 }
 
 // faultNet stands between the exporter and the platform. It can refuse the
@@ -475,7 +454,7 @@ func (n *faultNet) wrap(c *http.Client) *http.Client {
 		next = http.DefaultTransport
 	}
 	cp.Transport = roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if n.take(routeOf(req.Method, req.URL.Path)) {
+		if n.take(rfttest.TrainingRoute(req.Method, req.URL.Path)) {
 			return n.refusing.RoundTrip(req)
 		}
 		return next.RoundTrip(req)

@@ -717,7 +717,7 @@ func TestOnceThePlatformIsDownTheLaterStepsGoBackUnsent(t *testing.T) {
 			assert.Len(t, r.trackedRun().Metrics, 3, "everything lands with the retry")
 			var order []int64
 			for _, req := range r.platform.Requests() {
-				if routeOf(req.Method, req.Path) != rfttest.RouteMetrics {
+				if rfttest.TrainingRoute(req.Method, req.Path) != rfttest.RouteMetrics {
 					continue
 				}
 				var body struct {

@@ -2,8 +2,6 @@ package fleettest
 
 import (
 	"context"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,31 +46,11 @@ func Online(t testing.TB, srv *rfttest.Server) *platform.Online {
 func Routes(srv *rfttest.Server) []rfttest.Route {
 	var out []rfttest.Route
 	for _, r := range srv.Requests() {
-		if route := routeOf(r.Method, r.Path); route != "" {
+		if route := rfttest.TrainingRoute(r.Method, r.Path); route != "" {
 			out = append(out, route)
 		}
 	}
 	return out
-}
-
-func routeOf(method, path string) rfttest.Route {
-	switch {
-	case strings.HasPrefix(path, "/storage/"):
-		return rfttest.RoutePut
-	case strings.HasSuffix(path, "/rft/external-runs"):
-		return rfttest.RouteCreate
-	case strings.HasSuffix(path, "/rft/metrics"):
-		return rfttest.RouteMetrics
-	case strings.HasSuffix(path, "/rft/samples/presign"):
-		return rfttest.RoutePresign
-	case strings.HasSuffix(path, "/rft/samples/confirm"):
-		return rfttest.RouteConfirm
-	case strings.HasSuffix(path, "/rft/finalize"):
-		return rfttest.RouteFinalize
-	case method == http.MethodPut && strings.HasSuffix(path, "/status"):
-		return rfttest.RouteStatus
-	}
-	return ""
 }
 
 // Requests counts the platform's requests of route.

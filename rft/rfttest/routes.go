@@ -139,3 +139,28 @@ func (s *Server) platform(route Route, fn platformFunc, pathRunID string) endpoi
 		writeJSON(w, rep.status, rep.body)
 	}}
 }
+
+// TrainingRoute names a request of the training routes by its method and
+// decoded path (create, metrics, presign, put, confirm, finalize, status),
+// whatever the Prefix; any other request is "". Tests read a run's
+// lifecycle as the sequence of these, leaving key checks, Prime Traces and
+// evaluations out.
+func TrainingRoute(method, path string) Route {
+	switch {
+	case strings.HasPrefix(path, "/storage/"):
+		return RoutePut
+	case strings.HasSuffix(path, "/rft/external-runs"):
+		return RouteCreate
+	case strings.HasSuffix(path, "/rft/metrics"):
+		return RouteMetrics
+	case strings.HasSuffix(path, "/rft/samples/presign"):
+		return RoutePresign
+	case strings.HasSuffix(path, "/rft/samples/confirm"):
+		return RouteConfirm
+	case strings.HasSuffix(path, "/rft/finalize"):
+		return RouteFinalize
+	case method == http.MethodPut && strings.HasSuffix(path, "/status"):
+		return RouteStatus
+	}
+	return ""
+}
