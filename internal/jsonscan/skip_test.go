@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/cpu"
 )
 
 // skipCases are values whose ends hide behind what Skip passes over
@@ -90,4 +92,48 @@ func FuzzSkipAgreesWithValue(f *testing.F) {
 	f.Add(`[1,]`)
 	f.Add(`{"a":"`)
 	f.Fuzz(checkSkip)
+}
+
+// TestTheVectorScansStopWhereTheWordLoopsDo puts every byte each scan
+// stops at, and plain bytes beside them, at every position of texts up to
+// four vector blocks and a bit, and runs each scan with the vector scan
+// and without it: both find the first stop.
+func TestTheVectorScansStopWhereTheWordLoopsDo(t *testing.T) {
+	scans := []struct {
+		name  string
+		index func(string) int
+		stops string
+	}{
+		{"indexBracketOrQuote", indexBracketOrQuote, "\"[]{}Y_y\x7f"},
+		{"indexQuoteOrSpace", indexQuoteOrSpace, "\" \t\n\r\x00\x1f"},
+	}
+	plains := "0123456789-.,:eEtrufalsn\x80\xff!#"
+	filler := strings.Repeat("12345,-0.5e+3,true,false,null:", 6)
+	saved := cpu.X86.HasAVX2
+	defer func() { cpu.X86.HasAVX2 = saved }()
+	for _, scan := range scans {
+		for _, vector := range []bool{saved, false} {
+			cpu.X86.HasAVX2 = vector
+			for n := 0; n <= 140; n++ {
+				if got := scan.index(filler[:n]); got != n {
+					t.Fatalf("%s (vector %v) of %d plain bytes = %d, want %d", scan.name, vector, n, got, n)
+				}
+				for p := 0; p < n; p++ {
+					for _, c := range []byte(scan.stops + plains) {
+						b := []byte(filler[:n])
+						b[p] = c
+						want := n
+						if strings.IndexByte(scan.stops, c) >= 0 {
+							want = p
+						}
+						// A NUL may stop the bracket scan early, which its
+						// caller passes over.
+						if got := scan.index(string(b)); got != want && (c != 0 || got != p) {
+							t.Fatalf("%s (vector %v) with %#x at %d of %d bytes = %d, want %d", scan.name, vector, c, p, n, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
 }

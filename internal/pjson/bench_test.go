@@ -67,3 +67,19 @@ func BenchmarkIndexSpecial(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIndexSpecialShortStrings is a scanner reading a document of
+// short strings (keys, roles, ids): one search from each string's start,
+// through the rest of the document, ending a few bytes on.
+func BenchmarkIndexSpecialShortStrings(b *testing.B) {
+	s := strings.Repeat(`{"parent":3,"message":{"role":"assistant","content":"42"},"sampled":true,"id":"call_0f3a9c"},`, 64)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		for i := 0; i < len(s); i++ {
+			if s[i] != '"' {
+				continue
+			}
+			i += 1 + IndexSpecial(s[i+1:])
+		}
+	}
+}
