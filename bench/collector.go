@@ -43,24 +43,42 @@ type collectorConfig struct {
 	exporterYAML          string
 	pprofAddr             string // "": no pprof extension
 	block                 bool   // block_on_overflow
+	// authYAML is the prime_auth extension's config: the receiver then
+	// takes the sender's metadata and checks its key ("": no auth).
+	authYAML string
+	bearer   string // the key the senders present, with authYAML
 }
 
 func (c collectorConfig) render() string {
 	var b strings.Builder
+	var exts []string
+	if c.pprofAddr != "" || c.authYAML != "" {
+		b.WriteString("extensions:\n")
+	}
 	if c.pprofAddr != "" {
-		fmt.Fprintf(&b, "extensions:\n  pprof:\n    endpoint: %s\n", c.pprofAddr)
+		fmt.Fprintf(&b, "  pprof:\n    endpoint: %s\n", c.pprofAddr)
+		exts = append(exts, "pprof")
+	}
+	auth := ""
+	if c.authYAML != "" {
+		b.WriteString(strings.TrimPrefix(c.authYAML, "\n") + "\n")
+		exts = append(exts, "prime_auth")
+		auth = `
+        include_metadata: true
+        auth:
+          authenticator: prime_auth`
 	}
 	fmt.Fprintf(&b, `receivers:
   otlp:
     protocols:
       grpc:
-        endpoint: %s
+        endpoint: %s%s
 exporters:
   %s:%s%s
 service:
-`, c.grpcAddr, c.exporterID, c.exporterYAML, sendingQueue(c.block))
-	if c.pprofAddr != "" {
-		b.WriteString("  extensions: [pprof]\n")
+`, c.grpcAddr, auth, c.exporterID, c.exporterYAML, sendingQueue(c.block))
+	if len(exts) > 0 {
+		fmt.Fprintf(&b, "  extensions: [%s]\n", strings.Join(exts, ", "))
 	}
 	fmt.Fprintf(&b, `  pipelines:
     logs:

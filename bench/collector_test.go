@@ -30,3 +30,29 @@ func TestEveryConfigurationGetsTheSameQueueAndOnlyItsExporter(t *testing.T) {
 		t.Errorf("profiling config without the pprof extension:\n%s", cfg)
 	}
 }
+
+func TestTheMultiTenantConfigurationPutsPrimeAuthInFrontOfTheReceiver(t *testing.T) {
+	tgt, err := newTarget(primeTenants, telemetry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.close()
+	ext, bearer := tgt.(authTarget).auth()
+	if bearer != benchTenantKey {
+		t.Errorf("the senders present %q, not the tenant's key", bearer)
+	}
+	ext = strings.Replace(ext, tgt.(*tenantsTarget).fake.BaseURL(), "http://127.0.0.1:9", 1)
+	cfg := collectorConfig{grpcAddr: "127.0.0.1:1", exporterID: "prime", authYAML: ext, bearer: bearer, pprofAddr: "127.0.0.1:3"}.render()
+	for _, want := range []string{
+		"extensions:\n  pprof:\n    endpoint: 127.0.0.1:3\n  prime_auth:\n    endpoint: http://127.0.0.1:9\n",
+		"endpoint: 127.0.0.1:1\n        include_metadata: true\n        auth:\n          authenticator: prime_auth\n",
+		"extensions: [pprof, prime_auth]",
+	} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("the multi-tenant config lacks %q:\n%s", want, cfg)
+		}
+	}
+	if _, yaml := tgt.exporter(); strings.Contains(yaml, "api_key") || !strings.Contains(yaml, "tenants:\n      enabled: true") {
+		t.Errorf("the multi-tenant gateway's exporter has a key of its own, or no tenants:%s", yaml)
+	}
+}

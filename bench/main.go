@@ -80,8 +80,8 @@ func parseFlags(args []string) (options, error) {
 	}
 	o.configs = strings.Split(*configs, ",")
 	for _, c := range o.configs {
-		if !slices.Contains(configurations, c) {
-			return o, fmt.Errorf("unknown configuration %q (want some of %v)", c, configurations)
+		if !slices.Contains(allConfigurations(), c) {
+			return o, fmt.Errorf("unknown configuration %q (want some of %v)", c, allConfigurations())
 		}
 	}
 	if o.reps < 1 || o.run.senders < 1 || *runs < 1 {

@@ -77,7 +77,7 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 	runCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	peakQ := sampleQueue(runCtx, tel)
-	retries, err := sendAll(runCtx, cfg.grpcAddr, l, o.senders)
+	retries, err := sendAll(runCtx, cfg.grpcAddr, cfg.bearer, l, o.senders)
 	if err != nil {
 		return result{}, fmt.Errorf("%s: sending: %w\n%s", name, err, c.tail(20))
 	}
@@ -135,6 +135,9 @@ func launch(ctx context.Context, o runOptions, config string, mode overflowMode,
 	}
 	id, yaml := tgt.exporter()
 	cfg = collectorConfig{grpcAddr: addrs[0], metricsHost: metricsHost, metricsPort: metricsPort, exporterID: id, exporterYAML: yaml, block: mode == block}
+	if a, ok := tgt.(authTarget); ok {
+		cfg.authYAML, cfg.bearer = a.auth()
+	}
 	if profiled {
 		cfg.pprofAddr = addrs[2]
 	}

@@ -93,17 +93,17 @@ func (r *report) printLoad(w io.Writer, l *load, mode overflowMode) {
 	fmt.Fprintf(w, "\nshape %s, load %s, queue %s when full: %d episodes of ~%.1f KB (%.1f MB of OTLP in %d requests), %d runs; median of %d reps\n",
 		l.spec.shape.name, l.spec.size, mode, l.spec.episodes, float64(l.bytes)/float64(l.spec.episodes)/1024, float64(l.bytes)/1e6,
 		len(l.requests), l.spec.runs, r.reps)
-	fmt.Fprintf(w, "%-10s %12s %9s %16s %14s %14s %12s %8s %8s\n", "config", "episodes/s", "MB/s", "CPU ms/1k ep", "harness ms/1k", "peak RSS MiB", "peak queue", "wall s", "retries")
-	for _, c := range configurations {
+	fmt.Fprintf(w, "%-13s %12s %9s %16s %14s %14s %12s %8s %8s\n", "config", "episodes/s", "MB/s", "CPU ms/1k ep", "harness ms/1k", "peak RSS MiB", "peak queue", "wall s", "retries")
+	for _, c := range allConfigurations() {
 		f, ok := figs[c]
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(w, "%-10s %12.0f %9.1f %16.1f %14.1f %14.0f %12.0f %8.2f %8d\n", c, f.episodesPerSec, f.mbPerSec,
+		fmt.Fprintf(w, "%-13s %12.0f %9.1f %16.1f %14.1f %14.0f %12.0f %8.2f %8d\n", c, f.episodesPerSec, f.mbPerSec,
 			float64(f.cpuPer1k)/float64(time.Millisecond), float64(f.harnessPer1k)/float64(time.Millisecond), float64(f.peakRSS)/(1<<20), float64(f.peakQueue)/(1<<20), f.wall.Seconds(), f.retries)
 	}
 	if fl, ok := r.floors[l.spec.name]; ok {
-		fmt.Fprintf(w, "%-10s %12.0f %9s %16.1f   (Snappy over the rows' cell text on every core at once; median of %d)\n", "floor", float64(time.Second)/float64(fl), "",
+		fmt.Fprintf(w, "%-13s %12.0f %9s %16.1f   (Snappy over the rows' cell text on every core at once; median of %d)\n", "floor", float64(time.Second)/float64(fl), "",
 			float64(fl)*1000/float64(time.Millisecond), r.reps)
 	}
 }
@@ -116,8 +116,13 @@ type ratio struct {
 
 // of is prime's figure over other's in the column.
 func of(other string, get func(figures) float64) func(*report, column) (float64, bool) {
+	return over("prime", other, get)
+}
+
+// over is config's figure over other's in the column.
+func over(config, other string, get func(figures) float64) func(*report, column) (float64, bool) {
 	return func(r *report, col column) (float64, bool) {
-		p, okP := r.figs[col]["prime"]
+		p, okP := r.figs[col][config]
 		o, okO := r.figs[col][other]
 		if !okP || !okO || get(o) == 0 {
 			return 0, false
@@ -164,6 +169,10 @@ func (r *report) ratios() []ratio {
 		{"CPU/episode  prime/(debug+floor)", floorCPU},
 		{"peak queue   prime/otlphttp", of("otlphttp", func(f figures) float64 { return float64(f.peakQueue) })},
 		{"peak RSS     prime/otlphttp", of("otlphttp", func(f figures) float64 { return float64(f.peakRSS) })},
+		// The multi-tenant gateway against the single-key one: what
+		// prime_auth's cached key check and the per-tenant backends cost.
+		{"throughput   prime-tenants/prime", over(primeTenants, "prime", eps)},
+		{"CPU/episode  prime-tenants/prime", over(primeTenants, "prime", cpu)},
 	}
 }
 

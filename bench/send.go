@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -38,7 +39,12 @@ func (rawCodec) Name() string                { return "proto" }
 // would have, taking requests in plan order. A refusal the OTLP spec calls
 // retryable is retried after a pause and counted; any other error ends the
 // load.
-func sendAll(ctx context.Context, addr string, l *load, senders int) (retries int64, err error) {
+func sendAll(ctx context.Context, addr, bearer string, l *load, senders int) (retries int64, err error) {
+	if bearer != "" {
+		// Every request carries the key, as an SDK's exporter with
+		// OTEL_EXPORTER_OTLP_HEADERS sends it.
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+bearer)
+	}
 	var next, retried atomic.Int64
 	errs := make([]error, senders)
 	var wg sync.WaitGroup

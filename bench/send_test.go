@@ -37,7 +37,7 @@ func TestPrebuiltBytesArriveAsOTLPExportRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	retries, err := sendAll(context.Background(), ln.Addr().String(), l, 3)
+	retries, err := sendAll(context.Background(), ln.Addr().String(), "", l, 3)
 	if err != nil || retries != 0 {
 		t.Fatalf("sendAll: %d retries, %v", retries, err)
 	}

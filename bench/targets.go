@@ -3,12 +3,26 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
-// The configurations, in the order every rep runs them.
+// The configurations, in the order every rep runs them; prime-tenants
+// (the multi-tenant gateway) only when asked for (-configs).
 var configurations = []string{"prime", "debug", "otlphttp"}
+
+// primeTenants is prime as the multi-tenant gateway runs it: prime_auth
+// checks each request's key (cached after the first), tenants::enabled
+// gives the key's user a backend of its own, and the queue's batches are
+// partitioned by key.
+const primeTenants = "prime-tenants"
+
+// allConfigurations are those every rep runs and those run when asked.
+func allConfigurations() []string { return append(slices.Clone(configurations), primeTenants) }
+
+// benchTenantKey is the one tenant's key the senders present.
+const benchTenantKey = "sk-bench-tenant"
 
 // target is where one configuration's data lands: the exporter's config
 // and how the benchmark sees its episodes arrive. Each measured run gets
@@ -26,6 +40,9 @@ func newTarget(name string, tel telemetry) (target, error) {
 	switch name {
 	case "prime":
 		return &primeTarget{fake: rfttest.NewServer(rfttest.Options{DiscardObjects: true})}, nil
+	case primeTenants:
+		fake := rfttest.NewServer(rfttest.Options{DiscardObjects: true, Users: []rfttest.User{{Key: benchTenantKey, ID: "bench"}}})
+		return &tenantsTarget{primeTarget{fake: fake}}, nil
 	case "debug":
 		return debugTarget{tel: tel}, nil
 	case "otlphttp":
@@ -35,7 +52,7 @@ func newTarget(name string, tel telemetry) (target, error) {
 		}
 		return &otlphttpTarget{sink: s}, nil
 	}
-	return nil, fmt.Errorf("unknown configuration %q (want one of %v)", name, configurations)
+	return nil, fmt.Errorf("unknown configuration %q (want one of %v)", name, allConfigurations())
 }
 
 // primeTarget is the in-repo fake platform in discard mode: an episode has
@@ -52,6 +69,32 @@ func (t *primeTarget) exporter() (string, string) {
 
 func (t *primeTarget) delivered(context.Context) (int64, error) { return t.fake.ConfirmedRows(), nil }
 func (t *primeTarget) close()                                   { t.fake.Close() }
+
+// tenantsTarget is the multi-tenant gateway on the same fake platform:
+// no api_key (each run goes with its sender's key), the receiver behind
+// prime_auth.
+type tenantsTarget struct{ primeTarget }
+
+func (t *tenantsTarget) exporter() (string, string) {
+	return "prime", fmt.Sprintf(`
+    endpoint: %s
+    team_id: team-bench
+    mode: online
+    tenants:
+      enabled: true`, t.fake.BaseURL())
+}
+
+// auth is the receiver's authenticator and the key the senders present.
+func (t *tenantsTarget) auth() (extensionYAML, bearer string) {
+	return fmt.Sprintf(`
+  prime_auth:
+    endpoint: %s`, t.fake.BaseURL()), benchTenantKey
+}
+
+// authTarget is a target whose receiver authenticates its senders.
+type authTarget interface {
+	auth() (extensionYAML, bearer string)
+}
 
 // debugTarget has nowhere to land: the collector's own count of what the
 // exporter has sent (after the queue and the batch) stands in.

@@ -26,6 +26,9 @@
 #   bash scripts/bench.sh --quick            # a tenth of each load, 1 rep: a smoke run
 #   bash scripts/bench.sh --shape verifiers  # only these shapes (comma-separated)
 #   bash scripts/bench.sh --profile          # also CPU profiles of prime and debug per load, top 15
+#   bash scripts/bench.sh --shape verifiers -configs prime,prime-tenants -overflow block
+#                                            # the multi-tenant gateway (prime_auth, tenants::enabled)
+#                                            # against the single-key one
 #
 # Other arguments go to the harness (bench/), e.g. -reps 5, -small 100000,
 # -large 2000, -configs prime,debug, -overflow block; see `go run ./bench -h`
