@@ -106,6 +106,29 @@ type collector struct {
 	log  string // its stdout and stderr
 	done chan struct{}
 	err  error // how it ended, once done is closed
+	// front is the agent the senders send to, when the collector is a
+	// gateway behind one (primeAgent); stop stops it first.
+	front    *collector
+	grpcAddr string // an agent's receiver
+}
+
+// agentConfig is an agent in front of the gateway at gatewayAddr, as
+// deploy/agent.yaml routes (by the run's key) but in memory and without
+// TLS: the same queue every measured exporter gets, on load_balancing.
+func agentConfig(grpcAddr, metricsHost string, metricsPort int, gatewayAddr string, block bool) collectorConfig {
+	return collectorConfig{grpcAddr: grpcAddr, metricsHost: metricsHost, metricsPort: metricsPort, block: block,
+		exporterID: "load_balancing", exporterYAML: fmt.Sprintf(`
+    routing_key: attributes
+    routing_attributes: [prime.run.id, prime.run.key]
+    resolver:
+      static:
+        hostnames: [%s]
+    protocol:
+      otlp:
+        tls:
+          insecure: true
+        sending_queue:
+          enabled: false`, gatewayAddr)}
 }
 
 // startCollector writes the config under dir as name.yaml and starts bin on
@@ -135,10 +158,31 @@ func startCollector(ctx context.Context, bin, dir, name string, cfg collectorCon
 	return c, nil
 }
 
-func (c *collector) pid() int { return c.cmd.Process.Pid }
+// pids are the measured processes: the collector, and its front agent.
+func (c *collector) pids() []int {
+	if c.front != nil {
+		return append(c.front.pids(), c.cmd.Process.Pid)
+	}
+	return []int{c.cmd.Process.Pid}
+}
 
-// exited is non-nil once the process has ended.
+// ended says the process itself has ended.
+func (c *collector) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exited is non-nil once the process (or its front agent) has ended.
 func (c *collector) exited() error {
+	if c.front != nil {
+		if err := c.front.exited(); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
 	select {
 	case <-c.done:
 		return fmt.Errorf("the collector exited: %v", c.err)
@@ -174,7 +218,10 @@ func (c *collector) waitReady(ctx context.Context, cfg collectorConfig, limit ti
 // stop asks the collector to shut down, and kills it if it has not within
 // 15 s (a measurement is over by then; its shutdown is not measured).
 func (c *collector) stop() {
-	if c.exited() != nil {
+	if c.front != nil {
+		c.front.stop()
+	}
+	if c.ended() {
 		return
 	}
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)

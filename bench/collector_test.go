@@ -56,3 +56,18 @@ func TestTheMultiTenantConfigurationPutsPrimeAuthInFrontOfTheReceiver(t *testing
 		t.Errorf("the multi-tenant gateway's exporter has a key of its own, or no tenants:%s", yaml)
 	}
 }
+
+func TestTheAgentTierRoutesEachRunToTheGatewayThroughTheSameQueue(t *testing.T) {
+	cfg := agentConfig("127.0.0.1:1", "127.0.0.1", 2, "127.0.0.1:9", true).render()
+	for _, want := range []string{
+		"  load_balancing:\n    routing_key: attributes\n    routing_attributes: [prime.run.id, prime.run.key]\n",
+		"hostnames: [127.0.0.1:9]",
+		"tls:\n          insecure: true\n        sending_queue:\n          enabled: false\n    sending_queue:\n      enabled: true\n",
+		"block_on_overflow: true\n",
+		"exporters: [load_balancing]",
+	} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("the agent's config lacks %q:\n%s", want, cfg)
+		}
+	}
+}

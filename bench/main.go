@@ -48,6 +48,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("primebench", flag.ContinueOnError)
 	var o options
 	fs.StringVar(&o.run.collector, "collector", "", "the bench collector binary (built from bench/builder-config.yaml)")
+	fs.StringVar(&o.run.agent, "agent", "", "the agent collector binary (deploy/agent's build), for -configs prime-agent")
 	fs.StringVar(&o.run.workDir, "workdir", "_build/bench", "where collector configs and logs go")
 	fs.IntVar(&o.run.senders, "senders", 4, "concurrent OTLP gRPC clients")
 	fs.DurationVar(&o.run.timeout, "timeout", 10*time.Minute, "bound on one measured run")

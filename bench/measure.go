@@ -24,6 +24,7 @@ type result struct {
 // runOptions are what every measured run shares.
 type runOptions struct {
 	collector string        // the bench collector binary
+	agent     string        // the agent collector binary (primeAgent)
 	workDir   string        // configs and collector logs
 	senders   int           // concurrent OTLP clients
 	timeout   time.Duration // bound on one run, from first send to last landing
@@ -61,7 +62,7 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 	defer c.stop()
 
 	var profiled <-chan error
-	cpu0, err := cpuTime(c.pid())
+	cpu0, err := cpuTimes(c.pids())
 	if err != nil {
 		return result{}, err
 	}
@@ -89,14 +90,14 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 	if err != nil {
 		return result{}, fmt.Errorf("%s: %d of %d episodes landed: %w\n%s", name, landed, l.spec.episodes, err, diagnose(ctx, tel, c))
 	}
-	cpu1, err := cpuTime(c.pid())
+	cpu1, err := cpuTimes(c.pids())
 	if err != nil {
 		return result{}, err
 	}
 	if ownErr != nil {
 		return result{}, ownErr
 	}
-	hwm, err := peakRSS(c.pid())
+	hwm, err := peakRSSes(c.pids())
 	if err != nil {
 		return result{}, err
 	}
@@ -145,6 +146,17 @@ func launch(ctx context.Context, o runOptions, config string, mode overflowMode,
 	if err != nil {
 		tgt.close()
 		return nil, nil, tel, cfg, err
+	}
+	if config == primeAgent {
+		// The senders send to the agent; the gateway's telemetry (its
+		// queue) stays the one read.
+		front, err := startAgent(ctx, o, name, cfg)
+		if err != nil {
+			c.stop()
+			tgt.close()
+			return nil, nil, tel, cfg, err
+		}
+		c.front, cfg.grpcAddr = front, front.grpcAddr
 	}
 	return c, tgt, tel, cfg, nil
 }
@@ -236,4 +248,28 @@ func anomalies(ctx context.Context, tel telemetry, landed, sent int64) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// startAgent starts an agent (o.agent) in front of the gateway cfg
+// describes, on new loopback ports.
+func startAgent(ctx context.Context, o runOptions, name string, cfg collectorConfig) (*collector, error) {
+	if o.agent == "" {
+		return nil, fmt.Errorf("%s needs -agent, the agent collector (scripts/build-agent.sh)", primeAgent)
+	}
+	grpcAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(metricsAddr)
+	metricsPort, _ := strconv.Atoi(port)
+	front, err := startCollector(ctx, o.agent, o.workDir, name+"-agent", agentConfig(grpcAddr, host, metricsPort, cfg.grpcAddr, cfg.block))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	front.grpcAddr = grpcAddr
+	return front, nil
 }

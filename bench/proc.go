@@ -58,3 +58,30 @@ func peakRSS(pid int) (int64, error) {
 	}
 	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
 }
+
+// cpuTimes is the CPU time of every process of pids, together.
+func cpuTimes(pids []int) (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range pids {
+		t, err := cpuTime(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += t
+	}
+	return sum, nil
+}
+
+// peakRSSes is the peak resident size of every process of pids, added: a
+// tier's memory is its processes'.
+func peakRSSes(pids []int) (int64, error) {
+	var sum int64
+	for _, pid := range pids {
+		b, err := peakRSS(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += b
+	}
+	return sum, nil
+}

@@ -173,6 +173,11 @@ func (r *report) ratios() []ratio {
 		// prime_auth's cached key check and the per-tenant backends cost.
 		{"throughput   prime-tenants/prime", over(primeTenants, "prime", eps)},
 		{"CPU/episode  prime-tenants/prime", over(primeTenants, "prime", cpu)},
+		// The agent tier in front of the gateway against the gateway
+		// alone: both processes' CPU and memory.
+		{"throughput   prime-agent/prime", over(primeAgent, "prime", eps)},
+		{"CPU/episode  prime-agent/prime", over(primeAgent, "prime", cpu)},
+		{"peak RSS     prime-agent/prime", over(primeAgent, "prime", func(f figures) float64 { return float64(f.peakRSS) })},
 	}
 }
 

@@ -18,8 +18,16 @@ var configurations = []string{"prime", "debug", "otlphttp"}
 // partitioned by key.
 const primeTenants = "prime-tenants"
 
+// primeAgent is prime behind the agent tier: the senders send to an agent
+// collector (-agent, deploy/agent's build) whose load_balancing exporter
+// routes each run to the gateway by its prime.run.key; the CPU and memory
+// are both processes'.
+const primeAgent = "prime-agent"
+
 // allConfigurations are those every rep runs and those run when asked.
-func allConfigurations() []string { return append(slices.Clone(configurations), primeTenants) }
+func allConfigurations() []string {
+	return append(slices.Clone(configurations), primeTenants, primeAgent)
+}
 
 // benchTenantKey is the one tenant's key the senders present.
 const benchTenantKey = "sk-bench-tenant"
@@ -38,7 +46,7 @@ type target interface {
 
 func newTarget(name string, tel telemetry) (target, error) {
 	switch name {
-	case "prime":
+	case "prime", primeAgent:
 		return &primeTarget{fake: rfttest.NewServer(rfttest.Options{DiscardObjects: true})}, nil
 	case primeTenants:
 		fake := rfttest.NewServer(rfttest.Options{DiscardObjects: true, Users: []rfttest.User{{Key: benchTenantKey, ID: "bench"}}})

@@ -29,6 +29,9 @@
 #   bash scripts/bench.sh --shape verifiers -configs prime,prime-tenants -overflow block
 #                                            # the multi-tenant gateway (prime_auth, tenants::enabled)
 #                                            # against the single-key one
+#   bash scripts/bench.sh --shape verifiers -configs prime,prime-agent -overflow block
+#                                            # the agent tier (deploy/agent's build, load_balancing)
+#                                            # in front of the gateway, against the gateway alone
 #
 # Other arguments go to the harness (bench/), e.g. -reps 5, -small 100000,
 # -large 2000, -configs prime,debug, -overflow block; see `go run ./bench -h`
@@ -68,6 +71,12 @@ build_bench_collector() {
 }
 
 build_bench_collector
+if [[ " ${args[*]} " == *prime-agent* ]]; then
+  # The agent tier in front of the gateway (-configs …,prime-agent).
+  source "$ROOT/scripts/agent.sh"
+  build_agent
+  args+=(-agent "$AGENT")
+fi
 log "building the harness"
 (cd "$ROOT/bench" && go build -o "$PRIMEBENCH" .)
 
