@@ -125,6 +125,7 @@ func agentConfig(grpcAddr, metricsHost string, metricsPort int, gatewayAddr stri
         hostnames: [%s]
     protocol:
       otlp:
+        compression: snappy
         tls:
           insecure: true
         sending_queue:
