@@ -203,21 +203,27 @@ func summaryIndex(traces []trace) int {
 	return 0
 }
 
+// episode is the row of r. Its optional cells point into r.cells: a row
+// made again from the same r (the summary trace's, in the per-trace
+// fallback) takes them over from the one made before.
 func (d *document) episode(step int64, created time.Time, r traceRow, adv *float64, info string) Episode {
+	c := r.cells
+	c.envName, c.completion, c.metrics, c.info = d.envName(), r.completion, r.metrics, info
+	c.in, c.out = r.in, r.out
 	ep := Episode{
 		Step:            step,
-		EnvName:         ptr(d.envName()),
+		EnvName:         &c.envName,
 		ProblemID:       r.problemID,
-		Completion:      ptr(r.completion),
+		Completion:      &c.completion,
 		Trajectory:      r.trajectory,
 		Task:            r.task,
-		Info:            &info,
+		Info:            &c.info,
 		Reward:          r.reward,
 		Advantage:       adv,
-		Metrics:         ptr(r.metrics),
+		Metrics:         &c.metrics,
 		Timing:          r.timing,
-		NumInputTokens:  ptr(r.in),
-		NumOutputTokens: ptr(r.out),
+		NumInputTokens:  &c.in,
+		NumOutputTokens: &c.out,
 		CreatedAt:       created,
 	}
 	ep.Size = ep.size()

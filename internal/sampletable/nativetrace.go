@@ -20,11 +20,8 @@ type trace struct {
 func readTraces(list optValue) ([]trace, error) {
 	var traces []trace
 	var tr trace
-	fields := map[string]*optValue{"agent": &tr.agent, "task": &tr.task, "nodes": &tr.nodes, "calls": &tr.calls,
-		"rewards": &tr.rewards, "metrics": &tr.metrics, "info": &tr.info, "timing": &tr.timing,
-		"id": &tr.id, "tools": &tr.tools, "is_completed": &tr.isCompleted, "stop_condition": &tr.stopCondition, "errors": &tr.errors}
 	_, err := list.forMapElements(func(k string, v value) error {
-		if f := fields[k]; f != nil {
+		if f := tr.member(k); f != nil {
 			*f = opt(v)
 		}
 		return nil
@@ -37,6 +34,41 @@ func readTraces(list optValue) ([]trace, error) {
 		return docMisfit(fmt.Sprintf("traces[%d]", i), v, "a map")
 	})
 	return traces, err
+}
+
+// member is where the trace keeps member k, nil for one it does not read:
+// a switch, where a map of the same built per document cost an allocation
+// and a hash a member.
+func (tr *trace) member(k string) *optValue {
+	switch k {
+	case "agent":
+		return &tr.agent
+	case "task":
+		return &tr.task
+	case "nodes":
+		return &tr.nodes
+	case "calls":
+		return &tr.calls
+	case "rewards":
+		return &tr.rewards
+	case "metrics":
+		return &tr.metrics
+	case "info":
+		return &tr.info
+	case "timing":
+		return &tr.timing
+	case "id":
+		return &tr.id
+	case "tools":
+		return &tr.tools
+	case "is_completed":
+		return &tr.isCompleted
+	case "stop_condition":
+		return &tr.stopCondition
+	case "errors":
+		return &tr.errors
+	}
+	return nil
 }
 
 // trainable tells a trace whose agent.trainable is true.
@@ -122,6 +154,16 @@ type traceRow struct {
 	metrics                string
 	reward                 *float64
 	problemID              *int64
+	// cells holds the values the row's optional cells point to, in one
+	// allocation rather than one a cell (nine a document).
+	cells *rowCells
+}
+
+// rowCells are the values of a native row's optional cells.
+type rowCells struct {
+	task, timing, envName, completion, metrics, info string
+	problemID, in, out                               int64
+	reward                                           float64
 }
 
 // project gives the trace's row. withAdvantage sets every trajectory
@@ -129,11 +171,14 @@ type traceRow struct {
 // evaluation's v0 sample has no advantage key. The trajectory is written
 // into a.
 func (t *trace) project(a *Arena, adv *float64, withAdvantage bool) (traceRow, error) {
-	var r traceRow
+	r := traceRow{cells: new(rowCells)}
+	c := r.cells
 	if data := t.task.pick("data"); data.ok {
-		r.task = ptr(data.json())
+		c.task = data.json()
+		r.task = &c.task
 		if n, ok := data.pick("idx").int(); ok {
-			r.problemID = &n
+			c.problemID = n
+			r.problemID = &c.problemID
 		}
 	}
 	r.metrics = "{}"
@@ -141,7 +186,8 @@ func (t *trace) project(a *Arena, adv *float64, withAdvantage bool) (traceRow, e
 		r.metrics = t.metrics.json()
 	}
 	if t.timing.ok {
-		r.timing = ptr(t.timing.json())
+		c.timing = t.timing.json()
+		r.timing = &c.timing
 	}
 	reward, err := t.reward()
 	if err != nil {
@@ -150,7 +196,8 @@ func (t *trace) project(a *Arena, adv *float64, withAdvantage bool) (traceRow, e
 	// Python's JSON cannot carry a non-finite reward: the SDK's sample
 	// holds None for it.
 	if !math.IsNaN(reward) && !math.IsInf(reward, 0) {
-		r.reward = &reward
+		c.reward = reward
+		r.reward = &c.reward
 	}
 	g, err := t.graph()
 	if err != nil {
