@@ -224,7 +224,7 @@ func scanDigits(s string, i int) int {
 		// Bytes below '0', and bytes above '9' (0x3a + 0x46 reaches the
 		// high bit, and bytes ≥ 0x80 have it): the lowest flag is exact.
 		below := (x - ones*'0') &^ x & highs
-		above := ((x&^highs)+ones*0x46 | x) & highs
+		above := ((x &^ highs) + ones*0x46 | x) & highs
 		if m := below | above; m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}

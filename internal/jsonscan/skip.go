@@ -98,7 +98,7 @@ func indexBracketOrQuote(s string) int {
 	}
 	for ; i+8 <= len(s); i += 8 {
 		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
-		if m := zeroBytes((x | ones*0x26) ^ ones*0x7f) | zeroBytes(x^ones*'"'); m != 0 {
+		if m := zeroBytes((x|ones*0x26)^ones*0x7f) | zeroBytes(x^ones*'"'); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}

@@ -60,17 +60,20 @@
 //
 //   - Document is the record as compact JSON: the bytes native_wrapper
 //     holds, and what another sink of the same record (Prime Traces) takes
-//     as is. A map body is written by pjson; text is compacted, and walked
-//     where it lies, like column-keyed text: each level of the document is
-//     read once, picking out what the projection needs, and values are
+//     as is, sharing the body's memory rather than a copy. A map body is
+//     written by pjson; text is compacted, and walked where it lies, like
+//     column-keyed text: the body is checked once, when it is read, and
+//     each level of the document is then walked without checking it again
+//     (jsonscan.Skip), picking out what the projection needs; values are
 //     copied as spans. Python's json.dumps writes NaN and ±Inf as NaN and
 //     Infinity, which are not JSON: a document's text that parses only with
 //     them as null is taken so, as the SDK's own projection would store
-//     them; a column-keyed body keeps its stricter rule. Projecting a
-//     document costs 1.4x to 1.6x mapping a column-keyed record of the
-//     same text (BenchmarkDocumentAgainstColumns: 16 against 11 µs an
-//     episode for 2 KB of text as a map, 750 against 470 µs for 200 KB as
-//     JSON text), its row holding the whole record once more.
+//     them; a column-keyed body keeps its stricter rule. A 200 KB document
+//     as prime-otel sends it maps in about 270 µs of CPU, its row encoded
+//     in about 380 more, where the Snappy floor of its cells is about 360
+//     (BenchmarkVerifiersMap and BenchmarkVerifiersMapAndEncode,
+//     native/200KB, against BenchmarkVerifiersSnappyFloor); its row holds
+//     the whole record once more.
 //
 //   - Python values are taken as a Python user means them, and counted
 //     (Record.Coerced) rather than rejected: the OTel Python SDK sends a
