@@ -17,7 +17,7 @@ import (
 )
 
 // started is a prime_auth extension started against a fake platform.
-func started(t *testing.T, s *rfttest.Server, mutate func(*Config)) *authExtension {
+func started(t testing.TB, s *rfttest.Server, mutate func(*Config)) *authExtension {
 	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.Endpoint = s.BaseURL()
@@ -149,5 +149,25 @@ func TestTheConfigNamesEachBadKey(t *testing.T) {
 	}
 	if err := createDefaultConfig().(*Config).Validate(); err != nil {
 		t.Fatalf("the default config: %v", err)
+	}
+}
+
+// BenchmarkACachedKeyCheck is what prime_auth adds to every request of a
+// sender whose key it has seen within ttl: the multi-tenant gateway's cost
+// per request beside the single-key gateway's (docs/performance.md, The
+// gateway tiers, sets it against a request's own work).
+func BenchmarkACachedKeyCheck(b *testing.B) {
+	s := rfttest.NewServer(rfttest.Options{})
+	defer s.Close()
+	a := started(b, s, nil)
+	sources := map[string][]string{"authorization": {"Bearer " + s.APIKey()}}
+	if _, err := a.Authenticate(context.Background(), sources); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Authenticate(context.Background(), sources); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
