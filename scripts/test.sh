@@ -31,6 +31,11 @@ log "go vet + go test -race (demo trainer)"
 log "go vet + go test -race (eval runner)"
 (cd cmd/evalrunner && go vet ./... && go test -race -count=1 ./...)
 
+# The benchmark harness runs outside CI (scripts/bench.sh); its own tests
+# (configs it renders, the shapes it sends, its report) run here.
+log "go vet + go test -race (the benchmark harness)"
+(cd bench && go vet ./... && go test -race -count=1 ./...)
+
 build_collector
 build_demotrainer
 build_evalrunner
