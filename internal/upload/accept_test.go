@@ -116,6 +116,7 @@ func TestAcceptPutsEveryRowInTheBatchAndCountsWhatHasNone(t *testing.T) {
 			}
 			assert.Equal(t, tt.episodes, n, "episodes in the batch")
 			assert.Equal(t, tt.document, rec.Document != nil, "a document")
+			b.Release() // a batch's coercions are counted once, as the push ends
 			assert.Equal(t, tt.counts, tel.counts())
 		})
 	}
@@ -134,4 +135,18 @@ func TestEveryRowOfAnOversizedDocumentIsItsOwnEpisode(t *testing.T) {
 	require.Len(t, b.steps[20], 2)
 	assert.Equal(t, map[string]int{"reject episode_too_large": 1}, tel.counts())
 	assert.NotEqual(t, episodeFingerprint(b.steps[20][0].ep), episodeFingerprint(b.steps[20][1].ep))
+}
+
+func TestABatchsCoercionsAreCountedTogetherOnceItsPushEnds(t *testing.T) {
+	const traj = `"trajectory":[{"messages":[]}]`
+	l, tel := testLease(t)
+	u := New(Config{StepInterval: 10, MaxEpisodeBytes: 4096, MaxObjectBytes: 1 << 20}, tel, logonce.New(zap.NewNop(), 16))
+	b := u.NewBatch(l, l, 0)
+	for i := range 3 {
+		u.Accept(b, record(`{"prompt":[{"role":"user"}],`+traj+`}`, "prime.work.step", "10"), Loc{Record: i})
+	}
+	assert.Empty(t, tel.counts(), "nothing is counted a record at a time")
+	b.Release()
+	assert.Equal(t, map[string]int{"coerce json_text": 3, "coerce number_string": 3}, tel.counts())
+	assert.Equal(t, int64(6), l.counts["values_coerced"], "the run's close-out line counts every value")
 }

@@ -46,7 +46,10 @@
 //   - Values taken as a Python user means them (a step as a string, a list
 //     prompt) are counted by reason (Telemetry.Coerce) and the run's
 //     values_coerced, and said once per run and reason: the row goes in,
-//     and the trainer learns what it could send instead.
+//     and the trainer learns what it could send instead. They are counted
+//     once a push, when its batch is released, not once a record: a
+//     verifiers prompt is a list in every record, and the counter and the
+//     warning's check were 14 % of the collector's CPU at 2 KB.
 //   - Accept hands back the mapped record, so that a sink taking more of it
 //     than its rows (its Document) maps it once.
 package upload
