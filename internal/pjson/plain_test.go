@@ -25,21 +25,12 @@ func TestPlainPrefixStopsAtTheFirstByteAJSONStringCannotCarryAsIs(t *testing.T) 
 		if got := plainPrefix(filler[:n]); got != whole {
 			t.Fatalf("plainPrefix of %d plain bytes = %d, want %d", n, got, whole)
 		}
-		for p := 0; p < n; p++ {
-			for _, c := range append(stops, plains...) {
-				b := []byte(filler[:n])
-				b[p] = c
-				s := string(b)
-				want := whole
-				if strings.IndexByte(string(stops), c) >= 0 && p < whole {
-					want = p
-				}
-				if got := plainPrefix(s); got != want {
-					t.Fatalf("plainPrefix with %#x at %d of %d bytes = %d, want %d", c, p, n, got, want)
-				}
-				checkString(t, s)
+		eachPlacement(filler[:n], stops, plains, whole, func(s string, c byte, p, want int) {
+			if got := plainPrefix(s); got != want {
+				t.Fatalf("plainPrefix with %#x at %d of %d bytes = %d, want %d", c, p, n, got, want)
 			}
-		}
+			checkString(t, s)
+		})
 	}
 }
 
@@ -89,24 +80,33 @@ func TestSpecialPrefixStopsOnlyAtBytesAJSONStringMustEscape(t *testing.T) {
 			if got := specialPrefix(filler[:n]); got != whole {
 				t.Fatalf("specialPrefix (vector %v) of %d plain bytes = %d, want %d", vector, n, got, whole)
 			}
-			for p := 0; p < n; p++ {
-				for _, c := range append(stops, plains...) {
-					b := []byte(filler[:n])
-					b[p] = c
-					s := string(b)
-					want := whole
-					if strings.IndexByte(string(stops), c) >= 0 && p < whole {
-						want = p
-					}
-					if got := specialPrefix(s); got != want {
-						t.Fatalf("specialPrefix (vector %v) with %#x at %d of %d bytes = %d, want %d", vector, c, p, n, got, want)
-					}
-					// strings.IndexFunc reads invalid UTF-8 as U+FFFD, which is no stop either.
-					if got, want := IndexSpecial(s), naive(s); got != want {
-						t.Fatalf("IndexSpecial (vector %v) with %#x at %d of %d bytes = %d, want %d", vector, c, p, n, got, want)
-					}
+			eachPlacement(filler[:n], stops, plains, whole, func(s string, c byte, p, want int) {
+				if got := specialPrefix(s); got != want {
+					t.Fatalf("specialPrefix (vector %v) with %#x at %d of %d bytes = %d, want %d", vector, c, p, n, got, want)
 				}
+				// strings.IndexFunc reads invalid UTF-8 as U+FFFD, which is no stop either.
+				if got, want := IndexSpecial(s), naive(s); got != want {
+					t.Fatalf("IndexSpecial (vector %v) with %#x at %d of %d bytes = %d, want %d", vector, c, p, n, got, want)
+				}
+			})
+		}
+	}
+}
+
+// eachPlacement puts each stop and each plain byte at every position of
+// filler in turn, telling check the string, the byte, its position and
+// what a prefix scan must return: the position of a stop that lies in the
+// whole blocks scanned (whole bytes), else whole.
+func eachPlacement(filler string, stops, plains []byte, whole int, check func(s string, c byte, p, want int)) {
+	for p := range len(filler) {
+		for _, c := range append(stops, plains...) {
+			b := []byte(filler)
+			b[p] = c
+			want := whole
+			if strings.IndexByte(string(stops), c) >= 0 && p < whole {
+				want = p
 			}
+			check(string(b), c, p, want)
 		}
 	}
 }
