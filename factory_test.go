@@ -3,11 +3,12 @@ package primeexporter
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/primeintellect/primeexporter/internal/freeport"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -183,11 +184,7 @@ func TestAFullQueueRefusesNewDataAtOnceInsteadOfStallingTheTrainer(t *testing.T)
 			return srv.BaseURL()
 		}},
 		{"the platform is down", func(t *testing.T, _ *rfttest.Server) string {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			addr := l.Addr().String()
-			require.NoError(t, l.Close())
-			return "http://" + addr
+			return "http://" + freeport.Addr(t)
 		}},
 	}
 	signals := []struct {

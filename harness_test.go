@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/primeintellect/primeexporter/internal/freeport"
+
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -404,10 +406,7 @@ type faultNet struct {
 
 func newFaultNet(t *testing.T) *faultNet {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := l.Addr().String()
-	require.NoError(t, l.Close())
+	closed := freeport.Addr(t)
 	return &faultNet{
 		refusing: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer

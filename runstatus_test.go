@@ -3,11 +3,12 @@ package primeexporter
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/primeintellect/primeexporter/internal/freeport"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -329,10 +330,7 @@ type extensionHost struct {
 func (h extensionHost) GetExtensions() map[component.ID]component.Component { return h.exts }
 
 func TestTheExporterAnswersTheStatusRouteUntilItShutsDown(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := freeport.Addr(t)
 	f := primestatusextension.NewFactory()
 	cfg := f.CreateDefaultConfig().(*primestatusextension.Config)
 	cfg.NetAddr.Endpoint = addr

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/primeintellect/primeexporter/internal/freeport"
 )
 
 // sendingQueue is the one queue every exporter under test gets (issue 11):
@@ -244,12 +246,6 @@ func (c *collector) tail(n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// freeAddr is a loopback address with a port free right now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
+// freeAddr is a loopback address with a port free right now, from below
+// the ephemeral range (freeport says why).
+func freeAddr() (string, error) { return freeport.Next() }

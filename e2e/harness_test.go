@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/primeintellect/primeexporter/internal/freeport"
 )
 
 // binaries returns the built collector and demo trainer, failing the test
@@ -27,16 +29,12 @@ func binaries(t *testing.T) (otelcol, trainer string) {
 	return otelcol, trainer
 }
 
-// freeAddr reserves a loopback port for one of the collector's servers.
+// freeAddr is a loopback port for one of the collector's servers, from
+// below the ephemeral range so that no client connection takes it before
+// the collector binds it (freeport says why).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	return freeport.Addr(t)
 }
 
 // syncBuffer collects a process's output for assertions.

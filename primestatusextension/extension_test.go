@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/primeintellect/primeexporter/internal/freeport"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -150,11 +152,7 @@ func TestAnUnregisteredSourceIsNoLongerAsked(t *testing.T) {
 // freeAddr reserves a loopback port.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
+	return freeport.Addr(t)
 }
 
 func TestTheExtensionServesOnItsEndpointUntilShutdown(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/primeintellect/primeexporter/internal/freeport"
 )
 
 // testKey is distinctive so that a test can prove it never leaks.
@@ -178,13 +180,7 @@ func newTestClient(t *testing.T, base string, mods ...func(*Options)) (*Client, 
 // refused.
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
+	return freeport.Addr(t)
 }
 
 // mustError asserts err is an *Error and returns it.

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/primeintellect/primeexporter/internal/freeport"
 )
 
 // Server is one redis-server of a test.
@@ -139,13 +141,8 @@ func ping(addr string, tf *tlsFiles) bool {
 	return strings.HasPrefix(string(buf[:n]), "+PONG")
 }
 
-// freePort asks the kernel for a loopback port nobody listens on.
+// freePort is a loopback port nobody listens on, for redis-server to bind.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return freeport.Port(t)
 }
