@@ -40,6 +40,12 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 	if err != nil {
 		fatalf(t, c, "the collector's heap at the start: %v", err)
 	}
+	marks := &checkpoints{t: t, c: c, p: p, platform: platform, dir: os.Getenv("PRIME_SOAK_HEAP_DIR")}
+	if marks.dir != "" {
+		if err := marks.saveProfile(0); err != nil {
+			fatalf(t, c, "the heap profile at the start: %v", err)
+		}
+	}
 	start, err := p.take("start")
 	if err != nil {
 		fatalf(t, c, "the first reading of the collector: %v", err)
@@ -58,7 +64,6 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 	}
 	// A fatal failure ends the test with the sampler still running.
 	t.Cleanup(stopSampling)
-	marks := &checkpoints{t: t, c: c, p: p, platform: platform, dir: os.Getenv("PRIME_SOAK_HEAP_DIR")}
 	began := time.Now()
 
 	var runs []soakRun
@@ -94,6 +99,13 @@ func TestSoakManyConcurrentRunsLandExactlyOnceWithBoundedMemoryAndNoLeakedGorout
 	heapAtEnd, err := p.liveHeap()
 	if err != nil {
 		fatalf(t, c, "the collector's heap at the end: %v", err)
+	}
+	if marks.dir != "" && len(k.checkpoints) == 0 {
+		// Many runs have no checkpoints; the end's profile, against the
+		// start's, shows what the closed runs left behind.
+		if err := marks.saveProfile(100); err != nil {
+			fatalf(t, c, "the heap profile at the end: %v", err)
+		}
 	}
 
 	fig := verifySoak(t, c, platform, runs, k)

@@ -18,8 +18,9 @@
 # are counted, and bound to grow at most PRIME_SOAK_MAX_WORK_GROWTH_PCT (5).
 # The figures are in the test log and in _build/soak-report.txt, the
 # collector's log in _build/soak-collector.log, the heap profiles of the
-# checkpoints in _build/soak-heap/ (go tool pprof -top -diff_base
-# _build/soak-heap/heap-010.pb.gz _build/soak-heap/heap-100.pb.gz).
+# start (heap-000), the checkpoints and the end (heap-100) in
+# _build/soak-heap/ (go tool pprof -top -diff_base
+# _build/soak-heap/heap-000.pb.gz _build/soak-heap/heap-100.pb.gz).
 # PRIME_SOAK_TIMEOUT (default 60m) bounds the whole test.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

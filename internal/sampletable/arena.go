@@ -34,6 +34,31 @@ type Arena struct {
 	chunks [][]byte // taken from the pool, in use
 	rest   []byte   // the newest chunk's unused tail
 	last   int      // the length of the last text written through buffer
+	// members is the room a record's body members are read into, reused
+	// record after record: they live only while the record is mapped, and
+	// a fresh slice for each was 3.5 % of the collector's CPU on 2 KB
+	// verifiers episodes (the rows keep the body's text, so escape
+	// analysis puts any array of the caller's on the heap too).
+	members []member
+}
+
+// memberRoom is the room for a record's body members; nil (a slice of
+// its own) for a nil Arena.
+func (a *Arena) memberRoom() []member {
+	if a == nil {
+		return nil
+	}
+	if a.members == nil {
+		a.members = make([]member, 0, 16)
+	}
+	return a.members[:0]
+}
+
+// keepMembers keeps the room that members grew into for the next record.
+func (a *Arena) keepMembers(members []member) {
+	if a != nil && cap(members) > cap(a.members) {
+		a.members = members[:0]
+	}
 }
 
 // take returns room for n bytes: a slice of length 0 and capacity n, which

@@ -151,7 +151,7 @@ type body struct {
 // readBody reads a body: a map, or a string holding a JSON object. Other
 // text is not the episode's and is ignored; text that starts like an
 // object but does not parse is an error, since it was meant as the episode.
-func readBody(v pcommon.Value) body {
+func readBody(v pcommon.Value, room []member) body {
 	switch v.Type() {
 	case pcommon.ValueTypeEmpty:
 	case pcommon.ValueTypeMap:
@@ -164,7 +164,7 @@ func readBody(v pcommon.Value) body {
 		// Invalid UTF-8 can only sit inside JSON strings; replacing it once
 		// here keeps every span cut from the body valid text.
 		s = validText(s)
-		b, err := objectBody(s)
+		b, err := objectBody(s, room)
 		if err == nil {
 			return b
 		}
@@ -172,7 +172,7 @@ func readBody(v pcommon.Value) body {
 		// which are not JSON. A native document is taken with them as null,
 		// as the SDK would store them; a column-keyed body keeps its rules.
 		if py, changed := jsonscan.Rewrite(s, false, true); changed {
-			if pb, err := objectBody(py); err == nil && pb.isDocument() {
+			if pb, err := objectBody(py, room[:0]); err == nil && pb.isDocument() {
 				return pb
 			}
 		}
@@ -183,9 +183,13 @@ func readBody(v pcommon.Value) body {
 	return body{}
 }
 
-// objectBody reads the JSON text of an object into its members.
-func objectBody(s string) (body, error) {
-	b := body{text: s, members: make([]member, 0, 16)}
+// objectBody reads the JSON text of an object into its members, written
+// over room (Arena.memberRoom); a nil room is a slice of their own.
+func objectBody(s string, room []member) (body, error) {
+	if room == nil {
+		room = make([]member, 0, 16)
+	}
+	b := body{text: s, members: room[:0]}
 	err := jsonscan.EachMember(s, func(k, v string) error {
 		b.members = append(b.members, member{jsonscan.Unquote(k), v})
 		return nil
