@@ -36,14 +36,22 @@ type Record struct {
 	// body (or of the text compacted from it), which is immutable: it
 	// must not be written to.
 	Document []byte
-	// Coerced has one entry per value taken as a Python user means it
-	// rather than as sent (reject.NumberString, reject.JSONText).
-	Coerced []reject.Reason
+	// coerced has one entry per value taken as a Python user means it
+	// rather than as sent (reject.NumberString, reject.JSONText): the step,
+	// and prompt, answer and tag at most. An array, not a slice: a
+	// verifiers prompt is a list in every record, and a slice was an
+	// allocation a record.
+	coerced  [4]reject.Reason
+	nCoerced uint8
 }
 
+// Coerced lists the record's coercions, one entry per value.
+func (r *Record) Coerced() []reject.Reason { return r.coerced[:r.nCoerced] }
+
 func (r *Record) coerce(how reject.Reason) {
-	if how != "" {
-		r.Coerced = append(r.Coerced, how)
+	if how != "" && int(r.nCoerced) < len(r.coerced) {
+		r.coerced[r.nCoerced] = how
+		r.nCoerced++
 	}
 }
 

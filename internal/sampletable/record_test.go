@@ -485,7 +485,7 @@ func TestEpisodesWithAnEmptyTrajectoryHaveNoRow(t *testing.T) {
 func TestEvalWorkHasNoRowSoItsColumnsAreNotRead(t *testing.T) {
 	for _, body := range []pcommon.Value{jsonValue(t, `{"reward":{"not":"a number"}}`), pcommon.NewValueStr(`{"reward":`), jsonValue(t, `[1]`)} {
 		rec := mustFromRecord(t, trainAttrs(t, 4, "prime.work.type", "eval"), body)
-		if !rec.Eval || rec.Step != 4 || len(rec.Rows) != 0 || rec.Document != nil || rec.Coerced != nil {
+		if !rec.Eval || rec.Step != 4 || len(rec.Rows) != 0 || rec.Document != nil || len(rec.Coerced()) != 0 {
 			t.Fatalf("got %+v, want eval work of step 4 without rows", rec)
 		}
 	}

@@ -196,7 +196,7 @@ func (u *Uploader) Accept(b *Batch, lr plog.LogRecord, loc Loc) sampletable.Reco
 			zap.String("reason", string(reason)), zap.Error(err))
 		return sampletable.Record{}
 	}
-	b.coerce(rec.Coerced)
+	b.coerce(rec.Coerced())
 	if rec.Document != nil && u.Traced(b.route) {
 		d := document{raw: rec.Document, loc: loc, step: rec.Step}
 		if u.cfg.Exclusive {
