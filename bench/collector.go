@@ -15,24 +15,34 @@ import (
 	"github.com/primeintellect/primeexporter/internal/freeport"
 )
 
+// defaultQueueMiB is the sending queue's size unless -queue-mib says
+// otherwise (issue 11's choice).
+const defaultQueueMiB = 256
+
 // sendingQueue is the one queue every exporter under test gets (issue 11):
-// in memory, bytes sizer, 256 MiB, 4 consumers, batches of 1–8 MiB or
-// 200 ms. With block, a full queue pushes back on the senders
-// (block_on_overflow: true) rather than refuse their requests, which the
-// senders then send again (see overflowModes).
-func sendingQueue(block bool) string {
+// in memory, bytes sizer, queueMiB (256 MiB by default), 4 consumers,
+// batches of 1–8 MiB or 200 ms. With block, a full queue pushes back on
+// the senders (block_on_overflow: true) rather than refuse their
+// requests, which the senders then send again (see overflowModes).
+//
+// The size matters only to an exporter slower than the senders, whose
+// queue fills: a backlog of 256 MiB of received bodies costs prime more
+// CPU per episode than one of 32 MiB (each body is copied into memory
+// that has gone cold, then read cold again; docs/performance.md has the
+// figures), a cost debug never pays because it never falls behind.
+func sendingQueue(block bool, queueMiB int) string {
 	return fmt.Sprintf(`
     sending_queue:
       enabled: true
       sizer: bytes
-      queue_size: 268435456
+      queue_size: %d
       num_consumers: 4
       block_on_overflow: %t
       batch:
         sizer: bytes
         min_size: 1048576
         max_size: 8388608
-        flush_timeout: 200ms`, block)
+        flush_timeout: 200ms`, queueMiB<<20, block)
 }
 
 // collectorConfig is one measured collector: the otlp gRPC receiver, one
@@ -45,6 +55,7 @@ type collectorConfig struct {
 	exporterYAML          string
 	pprofAddr             string // "": no pprof extension
 	block                 bool   // block_on_overflow
+	queueMiB              int    // the sending queue's size
 	// authYAML is the prime_auth extension's config: the receiver then
 	// takes the sender's metadata and checks its key ("": no auth).
 	authYAML string
@@ -78,7 +89,7 @@ func (c collectorConfig) render() string {
 exporters:
   %s:%s%s
 service:
-`, c.grpcAddr, auth, c.exporterID, c.exporterYAML, sendingQueue(c.block))
+`, c.grpcAddr, auth, c.exporterID, c.exporterYAML, sendingQueue(c.block, c.queueMiB))
 	if len(exts) > 0 {
 		fmt.Fprintf(&b, "  extensions: [%s]\n", strings.Join(exts, ", "))
 	}
@@ -117,8 +128,8 @@ type collector struct {
 // agentConfig is an agent in front of the gateway at gatewayAddr, as
 // deploy/agent.yaml routes (by the run's key) but in memory and without
 // TLS: the same queue every measured exporter gets, on load_balancing.
-func agentConfig(grpcAddr, metricsHost string, metricsPort int, gatewayAddr string, block bool) collectorConfig {
-	return collectorConfig{grpcAddr: grpcAddr, metricsHost: metricsHost, metricsPort: metricsPort, block: block,
+func agentConfig(grpcAddr, metricsHost string, metricsPort int, gatewayAddr string, block bool, queueMiB int) collectorConfig {
+	return collectorConfig{grpcAddr: grpcAddr, metricsHost: metricsHost, metricsPort: metricsPort, block: block, queueMiB: queueMiB,
 		exporterID: "load_balancing", exporterYAML: fmt.Sprintf(`
     routing_key: attributes
     routing_attributes: [prime.run.id, prime.run.key]

@@ -7,7 +7,7 @@ import (
 
 func TestEveryConfigurationGetsTheSameQueueAndOnlyItsExporter(t *testing.T) {
 	for _, id := range []string{"prime", "debug", "otlp_http"} {
-		cfg := collectorConfig{grpcAddr: "127.0.0.1:1", metricsHost: "127.0.0.1", metricsPort: 2, exporterID: id, exporterYAML: "\n    k: v", block: true}.render()
+		cfg := collectorConfig{grpcAddr: "127.0.0.1:1", metricsHost: "127.0.0.1", metricsPort: 2, exporterID: id, exporterYAML: "\n    k: v", block: true, queueMiB: defaultQueueMiB}.render()
 		for _, want := range []string{
 			"  " + id + ":\n    k: v\n    sending_queue:\n",
 			"sizer: bytes\n      queue_size: 268435456\n      num_consumers: 4\n      block_on_overflow: true\n",
@@ -58,12 +58,12 @@ func TestTheMultiTenantConfigurationPutsPrimeAuthInFrontOfTheReceiver(t *testing
 }
 
 func TestTheAgentTierRoutesEachRunToTheGatewayThroughTheSameQueue(t *testing.T) {
-	cfg := agentConfig("127.0.0.1:1", "127.0.0.1", 2, "127.0.0.1:9", true).render()
+	cfg := agentConfig("127.0.0.1:1", "127.0.0.1", 2, "127.0.0.1:9", true, 32).render()
 	for _, want := range []string{
 		"  load_balancing:\n    routing_key: attributes\n    routing_attributes: [prime.run.id, prime.run.key]\n",
 		"hostnames: [127.0.0.1:9]",
 		"tls:\n          insecure: true\n        sending_queue:\n          enabled: false\n    sending_queue:\n      enabled: true\n",
-		"block_on_overflow: true\n",
+		"queue_size: 33554432\n      num_consumers: 4\n      block_on_overflow: true\n",
 		"exporters: [load_balancing]",
 	} {
 		if !strings.Contains(cfg, want) {

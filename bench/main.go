@@ -52,6 +52,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.run.workDir, "workdir", "_build/bench", "where collector configs and logs go")
 	fs.IntVar(&o.run.senders, "senders", 4, "concurrent OTLP gRPC clients")
 	fs.DurationVar(&o.run.timeout, "timeout", 10*time.Minute, "bound on one measured run")
+	fs.IntVar(&o.run.queueMiB, "queue-mib", defaultQueueMiB, "every measured exporter's in-memory sending queue, MiB (bytes sizer)")
 	fs.IntVar(&o.reps, "reps", 3, "reps per configuration, interleaved")
 	configs := fs.String("configs", strings.Join(configurations, ","), "configurations to run")
 	modes := fs.String("overflow", "block,refuse", "what a full sending queue does: block (block_on_overflow) and/or refuse; each mode is a column of the report")
@@ -85,8 +86,8 @@ func parseFlags(args []string) (options, error) {
 			return o, fmt.Errorf("unknown configuration %q (want some of %v)", c, allConfigurations())
 		}
 	}
-	if o.reps < 1 || o.run.senders < 1 || *runs < 1 {
-		return o, errors.New("-reps, -senders and -runs must be positive")
+	if o.reps < 1 || o.run.senders < 1 || *runs < 1 || o.run.queueMiB < 1 {
+		return o, errors.New("-reps, -senders, -runs and -queue-mib must be positive")
 	}
 	all, err := newShapes()
 	if err != nil {

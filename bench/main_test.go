@@ -32,3 +32,24 @@ func TestEveryShapeRunsBothSizesUnlessShapesPicksSome(t *testing.T) {
 		t.Errorf("an unknown shape: %v", err)
 	}
 }
+
+func TestTheQueueIs256MiBUnlessQueueMiBSaysOtherwise(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 256},
+		{[]string{"-queue-mib", "32"}, 32},
+	} {
+		o, err := parseFlags(append([]string{"-collector", "x"}, tc.args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.run.queueMiB != tc.want {
+			t.Errorf("%v: queue %d MiB, want %d", tc.args, o.run.queueMiB, tc.want)
+		}
+	}
+	if _, err := parseFlags([]string{"-collector", "x", "-queue-mib", "0"}); err == nil || !strings.Contains(err.Error(), "-queue-mib") {
+		t.Errorf("a queue of 0 MiB: %v", err)
+	}
+}

@@ -28,6 +28,7 @@ type runOptions struct {
 	workDir   string        // configs and collector logs
 	senders   int           // concurrent OTLP clients
 	timeout   time.Duration // bound on one run, from first send to last landing
+	queueMiB  int           // every measured exporter's sending queue
 }
 
 // measure runs one configuration on one load: a fresh collector and target,
@@ -135,7 +136,7 @@ func launch(ctx context.Context, o runOptions, config string, mode overflowMode,
 		return nil, nil, tel, cfg, err
 	}
 	id, yaml := tgt.exporter()
-	cfg = collectorConfig{grpcAddr: addrs[0], metricsHost: metricsHost, metricsPort: metricsPort, exporterID: id, exporterYAML: yaml, block: mode == block}
+	cfg = collectorConfig{grpcAddr: addrs[0], metricsHost: metricsHost, metricsPort: metricsPort, exporterID: id, exporterYAML: yaml, block: mode == block, queueMiB: o.queueMiB}
 	if a, ok := tgt.(authTarget); ok {
 		cfg.authYAML, cfg.bearer = a.auth()
 	}
@@ -266,7 +267,7 @@ func startAgent(ctx context.Context, o runOptions, name string, cfg collectorCon
 	}
 	host, port, _ := net.SplitHostPort(metricsAddr)
 	metricsPort, _ := strconv.Atoi(port)
-	front, err := startCollector(ctx, o.agent, o.workDir, name+"-agent", agentConfig(grpcAddr, host, metricsPort, cfg.grpcAddr, cfg.block))
+	front, err := startCollector(ctx, o.agent, o.workDir, name+"-agent", agentConfig(grpcAddr, host, metricsPort, cfg.grpcAddr, cfg.block, cfg.queueMiB))
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}

@@ -32,6 +32,9 @@
 #   bash scripts/bench.sh --shape verifiers -configs prime,prime-agent -overflow block
 #                                            # the agent tier (deploy/agent's build, load_balancing)
 #                                            # in front of the gateway, against the gateway alone
+#   bash scripts/bench.sh --shape verifiers -configs prime,debug -overflow block -queue-mib 32
+#                                            # every exporter's queue at 32 MiB instead of 256: the
+#                                            # backlog prime builds behind the senders, smaller
 #
 # Other arguments go to the harness (bench/), e.g. -reps 5, -small 100000,
 # -large 2000, -configs prime,debug, -overflow block; see `go run ./bench -h`

@@ -2,6 +2,7 @@ package sampletable
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -457,6 +458,33 @@ func TestTheCompletionSharesTheTrajectorysBytesInEveryBodyForm(t *testing.T) {
 				t.Fatalf("the completion is a copy, not the trajectory's bytes")
 			}
 		})
+	}
+}
+
+// A trajectory in a body string is walked by its brackets and quotes
+// alone, since the body's own scan checked it; a trajectory in a JSON
+// string attribute is checked as it is walked. Both must write the same
+// text: the same members, spaces and escapes kept, the advantage set.
+func TestATrajectoryWalkedAfterTheBodysCheckIsWrittenAsACheckedWalkWritesIt(t *testing.T) {
+	for _, traj := range []string{
+		`[{"messages":[{"role":"user","content":"a \"quoted\" [x] {y}"}],"token_ids":[1, 2,3 ,-4e2],"logprobs":[-0.5,-1.25E-3]}]`,
+		`[ { "advantage" : 9 , "messages" : [ ] , "advantage" : 7 } , {"info":{"a":[{"b":[[],{}]}],"c":null,"d":true}} ]`,
+		`[{"x":"\u00e9\n\t"},{},{"advantage":null,"n":[0.0,1,2]}]`,
+	} {
+		body := mustRow(t, trainAttrs(t, 1, "prime.episode.advantage", 0.5), pcommon.NewValueStr(`{"trajectory":`+traj+`}`))
+		attr := mustRow(t, trainAttrs(t, 1, "prime.episode.advantage", 0.5, "prime.episode.trajectory", traj), pcommon.NewValueEmpty())
+		if body.Trajectory != attr.Trajectory {
+			t.Errorf("trajectory %s\nfrom the body: %s\nfrom an attribute: %s", traj, body.Trajectory, attr.Trajectory)
+		}
+		var branches []map[string]any
+		if err := json.Unmarshal([]byte(body.Trajectory), &branches); err != nil {
+			t.Fatalf("the trajectory written from %s is not JSON (%v): %s", traj, err, body.Trajectory)
+		}
+		for i, b := range branches {
+			if b["advantage"] != 0.5 {
+				t.Errorf("branch %d of %s has advantage %v, want the episode's 0.5", i, body.Trajectory, b["advantage"])
+			}
+		}
 	}
 }
 

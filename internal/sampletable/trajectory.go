@@ -86,12 +86,12 @@ func buildTrajectory(a *Arena, f field, advantage *float64) (trajectory, error) 
 	}
 	switch {
 	case f.raw != "" && f.raw[0] == '[':
-		return textTrajectory(a, f, f.raw, adv)
+		return textTrajectory(a, f, f.raw, adv, true)
 	case f.raw == "" && f.v.Type() == pcommon.ValueTypeSlice:
 		return listTrajectory(a, f, f.v.Slice(), adv)
 	}
 	if s, ok := f.str(); ok && jsonscan.FirstNonSpace(s) == '[' {
-		return textTrajectory(a, f, validText(s), adv)
+		return textTrajectory(a, f, validText(s), adv, false)
 	}
 	return trajectory{}, rejection(reject.BadValue, f.key(), "%s must be a list of maps (or a string holding a JSON array of objects), got %s", f.name(), f.describe())
 }
@@ -187,7 +187,13 @@ type span struct {
 	container  bool
 }
 
-func textTrajectory(a *Arena, f field, text, adv string) (trajectory, error) {
+// textTrajectory rewrites a trajectory given as JSON text. checked says
+// the text was accepted already, as the span of a body that was scanned
+// whole: its branches are then walked by their brackets and quotes alone
+// (jsonscan.Members, Skip), not checked a second time. That second check
+// read every number again, one digit at a time: with token ids and
+// logprobs in the branches, it was as much as the body's own check.
+func textTrajectory(a *Arena, f field, text, adv string, checked bool) (trajectory, error) {
 	var t trajectory
 	// Room for the text, a thirty-second more (advantages longer than the
 	// branches' own) and an advantage added to four branches: past it,
@@ -199,6 +205,9 @@ func textTrajectory(a *Arena, f field, text, adv string) (trajectory, error) {
 	err := jsonscan.EachElement(text, func(i, start int) (int, error) {
 		if text[start] != '{' {
 			end, ok := jsonscan.Value(text, start, 1)
+			if checked {
+				end, ok = jsonscan.Skip(text, start), true
+			}
 			if !ok {
 				return end, &jsonscan.SyntaxError{Offset: end}
 			}
@@ -212,7 +221,7 @@ func textTrajectory(a *Arena, f field, text, adv string) (trajectory, error) {
 		messages = span{}
 		sb.WriteByte('{')
 		n, seen := 0, false
-		end, err := jsonscan.Object(text, start, 1, func(k, v string) error {
+		member := func(k, v string) error {
 			key := jsonscan.Unquote(k)
 			if key == branchAdvantage {
 				if seen {
@@ -237,7 +246,16 @@ func textTrajectory(a *Arena, f field, text, adv string) (trajectory, error) {
 				messages = span{start, sb.Len(), true}
 			}
 			return nil
-		})
+		}
+		// Called directly, not through a func value: passed through one,
+		// member escaped, and with it every variable it captures.
+		var end int
+		var err error
+		if checked {
+			end, err = jsonscan.Members(text, start, member)
+		} else {
+			end, err = jsonscan.Object(text, start, 1, member)
+		}
 		if err != nil {
 			return end, err
 		}
