@@ -28,8 +28,14 @@ func Skip(s string, i int) int {
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(s); j++ {
-			if j += indexBracketOrQuote(s[j:]); j >= len(s) {
-				break
+			// A chat's strings are a byte apart (`":"`, `","`): that byte
+			// is looked at here, the search called only past it.
+			if c := s[j]; c != '"' && c|0x26 != 0x7f {
+				if j+1 < len(s) && (s[j+1] == '"' || s[j+1]|0x26 == 0x7f) {
+					j++
+				} else if j += indexBracketOrQuote(s[j:]); j >= len(s) {
+					break
+				}
 			}
 			switch s[j] {
 			case '"':
