@@ -11,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/primeintellect/primeexporter/internal/freeport"
 )
 
 // defaultQueueMiB is the sending queue's size unless -queue-mib says
@@ -256,7 +254,3 @@ func (c *collector) tail(n int) string {
 	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
-
-// freeAddr is a loopback address with a port free right now, from below
-// the ephemeral range (freeport says why).
-func freeAddr() (string, error) { return freeport.Next() }

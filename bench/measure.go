@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/primeintellect/primeexporter/internal/freeport"
 )
 
 // result is one measured run of one configuration.
@@ -122,7 +124,7 @@ func launch(ctx context.Context, o runOptions, config string, mode overflowMode,
 		addrs = addrs[:3]
 	}
 	for i := range addrs {
-		a, err := freeAddr()
+		a, err := freeport.Next()
 		if err != nil {
 			return nil, nil, telemetry{}, cfg, err
 		}
@@ -257,11 +259,11 @@ func startAgent(ctx context.Context, o runOptions, name string, cfg collectorCon
 	if o.agent == "" {
 		return nil, fmt.Errorf("%s needs -agent, the agent collector (scripts/build-agent.sh)", primeAgent)
 	}
-	grpcAddr, err := freeAddr()
+	grpcAddr, err := freeport.Next()
 	if err != nil {
 		return nil, err
 	}
-	metricsAddr, err := freeAddr()
+	metricsAddr, err := freeport.Next()
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func ephemeralStart() int {
 func (p *Ports) Next() (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for tries := 0; p.handed < p.end-p.start && tries < p.end-p.start; tries++ {
+	for p.handed < p.end-p.start {
 		port := p.next
 		p.next++
 		if p.next == p.end {

@@ -30,8 +30,8 @@ func Skip(s string, i int) int {
 		for j := i; j < len(s); j++ {
 			// A chat's strings are a byte apart (`":"`, `","`): that byte
 			// is looked at here, the search called only past it.
-			if c := s[j]; c != '"' && c|0x26 != 0x7f {
-				if j+1 < len(s) && (s[j+1] == '"' || s[j+1]|0x26 == 0x7f) {
+			if !bracketOrQuote(s[j]) {
+				if j+1 < len(s) && bracketOrQuote(s[j+1]) {
 					j++
 				} else if j += indexBracketOrQuote(s[j:]); j >= len(s) {
 					break
@@ -57,6 +57,10 @@ func Skip(s string, i int) int {
 	}
 	return j
 }
+
+// bracketOrQuote tells '"', '[', ']', '{' and '}' (and 'Y', '_', 'y' and
+// DEL, which share c|0x26 == 0x7f and which Skip passes over).
+func bracketOrQuote(c byte) bool { return c == '"' || c|0x26 == 0x7f }
 
 // endsScalar tells a byte that can follow a number or literal.
 func endsScalar(c byte) bool { return c == ',' || c == ']' || c == '}' || isSpace(c) }
@@ -110,7 +114,7 @@ func indexBracketOrQuote(s string) int {
 		i = 8
 	}
 	i += stopPrefix(s[i:], 0x26, 0x7f, '"', 0)
-	if i < len(s) && (s[i]|0x26 == 0x7f || s[i] == '"') {
+	if i < len(s) && bracketOrQuote(s[i]) {
 		return i
 	}
 	for ; i+8 <= len(s); i += 8 {
@@ -120,7 +124,7 @@ func indexBracketOrQuote(s string) int {
 		}
 	}
 	for ; i < len(s); i++ {
-		if c := s[i]; c|0x26 == 0x7f || c == '"' {
+		if bracketOrQuote(s[i]) {
 			return i
 		}
 	}

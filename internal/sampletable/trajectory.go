@@ -204,9 +204,12 @@ func textTrajectory(a *Arena, f field, text, adv string, checked bool) (trajecto
 	var messages span // the last branch's "messages", when a list or map
 	err := jsonscan.EachElement(text, func(i, start int) (int, error) {
 		if text[start] != '{' {
-			end, ok := jsonscan.Value(text, start, 1)
+			var end int
+			ok := true
 			if checked {
-				end, ok = jsonscan.Skip(text, start), true
+				end = jsonscan.Skip(text, start)
+			} else {
+				end, ok = jsonscan.Value(text, start, 1)
 			}
 			if !ok {
 				return end, &jsonscan.SyntaxError{Offset: end}
