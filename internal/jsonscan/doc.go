@@ -11,7 +11,9 @@
 // encoding/json's key order and compaction. Text is taken as it comes:
 // callers make it valid UTF-8 first, as the sample table's columns need.
 //
-// Text is checked once. Skip and Members walk text the scanner accepted
+// Text is checked once, and the check (EachMember) also tells whether the
+// text is compact, so that compact text is not read again to find out.
+// Skip and Members walk text the scanner accepted
 // before without checking it again, finding a value's end by its brackets
 // and quotes alone (FuzzSkipAgreesWithValue holds them to Value and
 // Object); a native document is read level by level that way after its

@@ -34,8 +34,13 @@ func FuzzScannerAgreesWithEncodingJSON(f *testing.F) {
 		// Callers make text valid UTF-8 before they walk it.
 		if valid := strings.ToValidUTF8(s, "\uFFFD"); FirstNonSpace(valid) == '{' && json.Valid([]byte(valid)) {
 			var keys []string
-			if err := EachMember(valid, func(k, _ string) error { keys = append(keys, Unquote(k)); return nil }); err != nil {
+			compact, err := EachMember(valid, func(k, _ string) error { keys = append(keys, Unquote(k)); return nil })
+			if err != nil {
 				t.Fatalf("EachMember(%q): %v", valid, err)
+			}
+			// Compact text is what compacting leaves as it is.
+			if _, changed := Rewrite(valid, true, false); compact == changed {
+				t.Fatalf("EachMember(%q) says compact %v, but Rewrite changed it: %v", valid, compact, changed)
 			}
 			if want := topLevelKeys(t, valid); strings.Join(keys, "\x00") != strings.Join(want, "\x00") {
 				t.Fatalf("keys of %q: %q, want %q", valid, keys, want)
@@ -102,5 +107,32 @@ func TestRewriteCompactsAndNullsPythonsNonFiniteNumbers(t *testing.T) {
 				t.Fatalf("%q differs from encoding/json's compaction %q", got, want.String())
 			}
 		})
+	}
+}
+
+func TestEachMemberTellsCompactTextFromTextWithWhitespaceBetweenTokens(t *testing.T) {
+	tests := []struct {
+		in      string
+		compact bool
+	}{
+		{`{"a":1}`, true},
+		{`{}`, true},
+		{`{"a":"x y\n","b":[1,{"c":"\" "}]}`, true},
+		{`{"a": 1}`, false},
+		{` {"a":1}`, false},
+		{`{"a":1} `, false},
+		{"{\n\"a\":1}", false},
+		{`{"a" :1}`, false},
+		{`{"a":1 ,"b":2}`, false},
+		{`{"a":[1, 2]}`, false},
+		{`{"a":[ ]}`, false},
+		{`{"a":{ }}`, false},
+		{"{\"a\":{\"b\":[[1],[2]\t]}}", false},
+	}
+	for _, tt := range tests {
+		compact, err := EachMember(tt.in, func(string, string) error { return nil })
+		if err != nil || compact != tt.compact {
+			t.Errorf("EachMember(%q): compact %v, %v; want %v", tt.in, compact, err, tt.compact)
+		}
 	}
 }

@@ -61,7 +61,8 @@
 //   - Document is the record as compact JSON: the bytes native_wrapper
 //     holds, and what another sink of the same record (Prime Traces) takes
 //     as is, sharing the body's memory rather than a copy. A map body is
-//     written by pjson; text is compacted, and walked where it lies, like
+//     written by pjson; text is compacted when its check found whitespace
+//     between tokens, and walked where it lies, like
 //     column-keyed text: the body is checked once, when it is read, and
 //     each level of the document is then walked without checking it again
 //     (jsonscan.Skip), picking out what the projection needs; values are

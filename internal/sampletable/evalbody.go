@@ -56,6 +56,9 @@ func ReadEvalBody(v pcommon.Value) (EvalBody, error) {
 	if b.hasMap {
 		return EvalBody{object: pjson.Encode(b.v)}, nil
 	}
+	if b.compact {
+		return EvalBody{object: b.text}, nil
+	}
 	text, _ := jsonscan.Rewrite(b.text, true, false)
 	return EvalBody{object: text}, nil
 }
@@ -72,7 +75,7 @@ func (b EvalBody) Object() string { return b.object }
 // false. It calls nothing for text that is not one JSON object.
 func EachMember(object string, fn func(key, value string) bool) {
 	stop := errors.New("stop")
-	_ = jsonscan.EachMember(object, func(k, v string) error {
+	_, _ = jsonscan.EachMember(object, func(k, v string) error {
 		if !fn(jsonscan.Unquote(k), v) {
 			return stop
 		}

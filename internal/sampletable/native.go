@@ -88,14 +88,14 @@ func readDocument(b body) document {
 		_, _ = value{v: b.v}.forMembers(member)
 		return d
 	}
-	text, changed := jsonscan.Rewrite(b.text, true, false)
-	d.text = text
-	if changed {
-		_, _ = value{raw: text}.forMembers(member)
+	if !b.compact {
+		d.text, _ = jsonscan.Rewrite(b.text, true, false)
+		_, _ = value{raw: d.text}.forMembers(member)
 		return d
 	}
-	// The body was compact already: its members, read to recognise it,
-	// are spans of the document's text.
+	// The body was compact already, as its checking scan found: its
+	// members, read to recognise it, are spans of the document's text.
+	d.text = b.text
 	for _, m := range b.members {
 		_ = member(m.key, value{raw: m.value})
 	}

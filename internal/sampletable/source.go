@@ -143,6 +143,9 @@ type body struct {
 	// members its object's members, in document order.
 	text    string
 	members []member
+	// compact: text has no whitespace outside its strings, as a native
+	// document's Record.Document must not.
+	compact bool
 	// err says why the body cannot be read. It is reported only when the
 	// body is needed: an eval record's column-keyed body is never read.
 	err error
@@ -190,7 +193,8 @@ func objectBody(s string, room []member) (body, error) {
 		room = make([]member, 0, 16)
 	}
 	b := body{text: s, members: room[:0]}
-	err := jsonscan.EachMember(s, func(k, v string) error {
+	var err error
+	b.compact, err = jsonscan.EachMember(s, func(k, v string) error {
 		b.members = append(b.members, member{jsonscan.Unquote(k), v})
 		return nil
 	})
