@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"encoding/binary"
 	"math/bits"
+	"strings"
 )
 
 // Text the scanner has accepted once need not be checked again. A native
@@ -23,8 +24,7 @@ func Skip(s string, i int) int {
 	}
 	switch s[i] {
 	case '"':
-		end, _ := scanString(s, i)
-		return end
+		return stringEnd(s, i)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(s); j++ {
@@ -39,8 +39,7 @@ func Skip(s string, i int) int {
 			}
 			switch s[j] {
 			case '"':
-				end, _ := scanString(s, j) // end > j, so the walk moves on
-				j = end - 1
+				j = stringEnd(s, j) - 1 // the end is past j, so the walk moves on
 			case '[', '{':
 				depth++
 			case ']', '}':
@@ -56,6 +55,31 @@ func Skip(s string, i int) int {
 		j++
 	}
 	return j
+}
+
+// stringEnd is the index just after the string literal at s[i], for text
+// Value accepted: its first quote that no backslash escapes. Checking a
+// string stops at each escape, and a chat's text has one (\n) every line
+// or so; a walk of checked text looks for quotes alone. On other text its
+// answer lies in (i, len(s)].
+func stringEnd(s string, i int) int {
+	for j := i + 1; j < len(s); j++ {
+		k := strings.IndexByte(s[j:], '"')
+		if k < 0 {
+			break
+		}
+		j += k
+		// A quote ends the string unless an odd run of backslashes ends
+		// just before it.
+		b := j - 1
+		for b > i && s[b] == '\\' {
+			b--
+		}
+		if (j-b)%2 == 1 {
+			return j + 1
+		}
+	}
+	return len(s)
 }
 
 // bracketOrQuote tells '"', '[', ']', '{' and '}' (and 'Y', '_', 'y' and
@@ -75,7 +99,7 @@ func Members(s string, i int, fn func(key, value string) error) (int, error) {
 		return i + 1, nil
 	}
 	for i < len(s) {
-		k1, _ := scanString(s, i)
+		k1 := stringEnd(s, i)
 		v0 := skipSpace(s, min(skipSpace(s, k1)+1, len(s))) // past the colon
 		v1 := Skip(s, v0)
 		if err := fn(s[i:k1], s[v0:v1]); err != nil {
