@@ -131,30 +131,59 @@ func over(config, other string, get func(figures) float64) func(*report, column)
 	}
 }
 
-// floorCPU is prime's CPU per episode against debug's plus the Snappy
-// floor: how far prime is above the work no writer of the table avoids.
-func floorCPU(r *report, col column) (float64, bool) {
+// withFloor gives prime's and debug's figures for col and the Snappy
+// floor of its load, false if any is missing.
+func withFloor(r *report, col column) (p, d figures, fl time.Duration, ok bool) {
 	p, okP := r.figs[col]["prime"]
 	d, okD := r.figs[col]["debug"]
 	fl, okF := r.floors[col.load()]
-	if !okP || !okD || !okF {
+	return p, d, fl, okP && okD && okF
+}
+
+// floorCPU is prime's CPU per episode against debug's plus the Snappy
+// floor: how far prime is above the work no writer of the table avoids.
+func floorCPU(r *report, col column) (float64, bool) {
+	p, d, fl, ok := withFloor(r, col)
+	if !ok {
 		return 0, false
 	}
 	return float64(p.cpuPer1k) / (float64(d.cpuPer1k) + 1000*float64(fl)), true
 }
 
-// floorThroughput is prime's throughput against what the floor allows:
-// debug's pace with the Snappy floor's CPU added, spread over the cores
-// (1 / (1/debug + floor/cores)).
+// floorAllows is the throughput the floor allows: debug's pace with the
+// Snappy floor's CPU added, spread over the cores (1 / (1/debug +
+// floor/cores)).
+func floorAllows(r *report, d figures, fl time.Duration) float64 {
+	return 1 / (1/d.episodesPerSec + fl.Seconds()/float64(r.cores))
+}
+
+// floorThroughput is prime's throughput against what the floor allows.
 func floorThroughput(r *report, col column) (float64, bool) {
-	p, okP := r.figs[col]["prime"]
-	d, okD := r.figs[col]["debug"]
-	fl, okF := r.floors[col.load()]
-	if !okP || !okD || !okF || d.episodesPerSec == 0 {
+	p, d, fl, ok := withFloor(r, col)
+	if !ok || d.episodesPerSec == 0 {
 		return 0, false
 	}
-	allowed := 1 / (1/d.episodesPerSec + fl.Seconds()/float64(r.cores))
-	return p.episodesPerSec / allowed, true
+	return p.episodesPerSec / floorAllows(r, d, fl), true
+}
+
+// The best a target against debug can read: an exporter whose only work of
+// its own were the Snappy floor (no JSON read, no rows, no upload), as a
+// ratio to debug's throughput and to its CPU per episode. A target past
+// these is past what any writer of the table can reach.
+func floorOnlyThroughput(r *report, col column) (float64, bool) {
+	_, d, fl, ok := withFloor(r, col)
+	if !ok || d.episodesPerSec == 0 {
+		return 0, false
+	}
+	return floorAllows(r, d, fl) / d.episodesPerSec, true
+}
+
+func floorOnlyCPU(r *report, col column) (float64, bool) {
+	_, d, fl, ok := withFloor(r, col)
+	if !ok || d.cpuPer1k == 0 {
+		return 0, false
+	}
+	return (float64(d.cpuPer1k) + 1000*float64(fl)) / float64(d.cpuPer1k), true
 }
 
 func (r *report) ratios() []ratio {
@@ -223,24 +252,27 @@ func (r *report) printRatios(w io.Writer, shape string) {
 }
 
 // goal is one of issue 34's targets: a ratio on every shape's small (2 KB)
-// or large (200 KB) load, with the queue blocking when full.
+// or large (200 KB) load, with the queue blocking when full. best, when
+// set, is what the Snappy floor alone would read on the same ratio.
 type goal struct {
 	label  string
 	large  bool
 	limit  float64
 	atMost bool
+	best   func(*report, column) (float64, bool)
 }
 
 func goals() []goal {
 	return []goal{
-		{"throughput   prime/debug", false, 0.8, false},
-		{"CPU/episode  prime/debug", false, 1.5, true},
-		{"CPU/episode  prime/(debug+floor)", true, 1.3, true},
+		{"throughput   prime/debug", false, 0.8, false, floorOnlyThroughput},
+		{"CPU/episode  prime/debug", false, 1.5, true, floorOnlyCPU},
+		{"CPU/episode  prime/(debug+floor)", true, 1.3, true, nil},
 	}
 }
 
 // printTargets says which of issue 34's targets this run meets, shape by
-// shape.
+// shape, and where the floor alone reads past a target, says so: no
+// exporter that writes the table can meet that one.
 func (r *report) printTargets(w io.Writer) {
 	row := map[string]func(*report, column) (float64, bool){}
 	for _, rt := range r.ratios() {
@@ -261,15 +293,24 @@ func (r *report) printTargets(w io.Writer) {
 					fmt.Fprintln(w, "\ntargets (issue 34), queue blocking when full")
 					header = true
 				}
-				op, met := "≥", v >= t.limit
+				op, met := "≥", func(x float64) bool { return x >= t.limit }
 				if t.atMost {
-					op, met = "≤", v <= t.limit
+					op, met = "≤", func(x float64) bool { return x <= t.limit }
 				}
 				verdict := "met"
-				if !met {
+				if !met(v) {
 					verdict = "NOT met"
 				}
-				fmt.Fprintf(w, "  %-10s %-6s %-34s %6.2f  (target %s %.2f)  %s\n", sh, c.size, t.label, v, op, t.limit, verdict)
+				bound := ""
+				if t.best != nil {
+					if b, ok := t.best(r, c); ok {
+						bound = fmt.Sprintf("; the floor alone %.2f", b)
+						if !met(b) {
+							verdict += ", past the floor"
+						}
+					}
+				}
+				fmt.Fprintf(w, "  %-10s %-6s %-34s %6.2f  (target %s %.2f%s)  %s\n", sh, c.size, t.label, v, op, t.limit, bound, verdict)
 			}
 		}
 	}

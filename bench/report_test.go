@@ -46,7 +46,10 @@ func TestTheReportGivesEachShapeItsOwnRatiosAndTargets(t *testing.T) {
 				"debug": {episodesPerSec: 1000, cpuPer1k: 200 * time.Millisecond},
 			},
 		},
-		floors: map[string]time.Duration{"verifiers-200KB": 600 * time.Microsecond},
+		// The small load's floor, 6 µs against debug's 10, puts its CPU
+		// target past what the floor alone reads (1.6); its throughput
+		// (1/(1/400 + 0.000006/2) = 399.5/s) is not.
+		floors: map[string]time.Duration{"verifiers-200KB": 600 * time.Microsecond, "verifiers-2KB": 6 * time.Microsecond},
 	}
 	var out bytes.Buffer
 	for _, sh := range r.shapes() {
@@ -60,20 +63,23 @@ func TestTheReportGivesEachShapeItsOwnRatiosAndTargets(t *testing.T) {
 		"ratios, shape verifiers 2KB block 2KB refuse 200KB block",
 		"throughput   prime/debug                  0.25              -           0.70",
 		"throughput   prime/otlphttp               2.00              -              -",
-		"throughput   prime/floor-bound               -              -           0.91",
+		"throughput   prime/floor-bound            0.25              -           0.91",
 		"CPU/episode  prime/debug                  3.00              -           5.00",
-		"CPU/episode  prime/(debug+floor)             -              -           1.25",
+		"CPU/episode  prime/(debug+floor)          1.88              -           1.25",
 		"peak queue   prime/otlphttp               3.00           1.00              -",
 		"targets (issue 34), queue blocking when full",
 		"plain      2KB    throughput   prime/debug             0.90  (target ≥ 0.80)  met",
 		"plain      2KB    CPU/episode  prime/debug             1.40  (target ≤ 1.50)  met",
-		"verifiers  2KB    throughput   prime/debug             0.25  (target ≥ 0.80)  NOT met",
-		"verifiers  2KB    CPU/episode  prime/debug             3.00  (target ≤ 1.50)  NOT met",
+		"verifiers  2KB    throughput   prime/debug             0.25  (target ≥ 0.80; the floor alone 1.00)  NOT met",
+		"verifiers  2KB    CPU/episode  prime/debug             3.00  (target ≤ 1.50; the floor alone 1.60)  NOT met, past the floor",
 		"verifiers  200KB  CPU/episode  prime/(debug+floor)     1.25  (target ≤ 1.30)  met",
 	} {
 		if want = strings.Join(strings.Fields(want), " "); !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+	if n := strings.Count(got, "past the floor"); n != 1 {
+		t.Errorf("%d targets past the floor, want verifiers' 2 KB CPU alone:\n%s", n, out.String())
 	}
 	// The refusing mode has no target; plain's large load did not run.
 	if n := strings.Count(got, "(target"); n != 5 {
