@@ -166,18 +166,13 @@ func floorThroughput(r *report, col column) (float64, bool) {
 	return p.episodesPerSec / floorAllows(r, d, fl), true
 }
 
-// The best a target against debug can read: an exporter whose only work of
-// its own were the Snappy floor (no JSON read, no rows, no upload), as a
-// ratio to debug's throughput and to its CPU per episode. A target past
-// these is past what any writer of the table can reach.
-func floorOnlyThroughput(r *report, col column) (float64, bool) {
-	_, d, fl, ok := withFloor(r, col)
-	if !ok || d.episodesPerSec == 0 {
-		return 0, false
-	}
-	return floorAllows(r, d, fl) / d.episodesPerSec, true
-}
-
+// floorOnlyCPU is the least CPU per episode against debug's that any
+// writer of the table reads: debug's work, which every exporter behind the
+// same receiver and queue does, plus the Snappy floor, with no JSON read,
+// no rows and no upload. A CPU target below it is past what any writer of
+// the table can reach. (Throughput has no such bound: debug and the
+// senders leave the cores partly idle on the JSON shapes, so the floor
+// allows, printed among the ratios, is a model and not a limit.)
 func floorOnlyCPU(r *report, col column) (float64, bool) {
 	_, d, fl, ok := withFloor(r, col)
 	if !ok || d.cpuPer1k == 0 {
@@ -264,7 +259,7 @@ type goal struct {
 
 func goals() []goal {
 	return []goal{
-		{"throughput   prime/debug", false, 0.8, false, floorOnlyThroughput},
+		{"throughput   prime/debug", false, 0.8, false, nil},
 		{"CPU/episode  prime/debug", false, 1.5, true, floorOnlyCPU},
 		{"CPU/episode  prime/(debug+floor)", true, 1.3, true, nil},
 	}

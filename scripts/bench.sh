@@ -20,9 +20,9 @@
 # refused request again), episodes/s, MB/s, collector CPU per 1,000 episodes,
 # peak RSS and peak queue bytes, the floor; then per shape the ratios
 # (prime/debug, prime/otlphttp, prime against debug plus the floor) and
-# which of issue 34's targets each shape meets; beside each 2 KB target,
-# what an exporter whose only work were the floor would read ("past the
-# floor": no writer of the table can meet it on this load).
+# which of issue 34's targets each shape meets; beside the 2 KB CPU target,
+# the least any writer of the table reads, debug's CPU plus the floor
+# ("past the floor": no writer of the table can meet it on this load).
 #
 #   bash scripts/bench.sh                    # every shape, the full loads, 3 reps (tens of minutes)
 #   bash scripts/bench.sh --quick            # a tenth of each load, 1 rep: a smoke run
