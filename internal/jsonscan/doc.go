@@ -12,14 +12,16 @@
 // callers make it valid UTF-8 first, as the sample table's columns need.
 //
 // Text is checked once, and the check (EachMember) also tells whether the
-// text is compact, so that compact text is not read again to find out.
-// Skip and Members walk text the scanner accepted
-// before without checking it again, finding a value's end by its brackets
-// and quotes alone (FuzzSkipAgreesWithValue holds them to Value and
+// text is compact, so that compact text is not read again to find out; an
+// array's run of numbers is checked in one loop. Skip and Members walk
+// text the scanner accepted before without checking it again, finding a
+// value's end by its brackets and quotes alone, and a string's end by its
+// first unescaped quote (FuzzSkipAgreesWithValue holds them to Value and
 // Object); a native document is read level by level that way after its
-// body's one checking scan. Finding the next quote, bracket or whitespace
-// runs 32 bytes an instruction with AVX2 (stop_amd64.s, and pjson's
-// IndexSpecial for string ends), eight a step elsewhere.
+// body's one checking scan. Finding the next bracket, quote or whitespace
+// runs 32 bytes an instruction with AVX2 (stop_amd64.s, pjson's
+// IndexSpecial for the check's string ends, the runtime's IndexByte for a
+// walk's), eight a step elsewhere.
 //
 // Against the straightforward encoding/json reading that gives the same
 // text (the body into a map of json.RawMessage, the trajectory token by
