@@ -158,25 +158,3 @@ func indexBracketOrQuote(s string) int {
 // zeroBytes flags the zero bytes of v in their high bits; a flag above a
 // zero byte may be false, the lowest never is.
 func zeroBytes(v uint64) uint64 { return (v - ones) &^ v & highs }
-
-// indexQuoteOrSpace is the index of the first '"' or byte ≤ ' ' of s (JSON
-// whitespace is ' ', '\t', '\n' and '\r'), or len(s): 32 bytes an
-// instruction where the CPU can, else eight a step.
-func indexQuoteOrSpace(s string) int {
-	i := stopPrefix(s, 0, '"', '"', ' ')
-	if i < len(s) && (s[i] <= ' ' || s[i] == '"') {
-		return i
-	}
-	for ; i+8 <= len(s); i += 8 {
-		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
-		if m := (x-ones*0x21)&^x&highs | zeroBytes(x^ones*'"'); m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c == '"' {
-			return i
-		}
-	}
-	return i
-}
