@@ -75,8 +75,9 @@ func skip(s string, i int) (int, uint8) {
 	return i, 0
 }
 
-// skipNoted is skip noting whitespace in sc: for an object's members,
-// which are few beside an array's elements.
+// skipNoted is skip noting whitespace in sc at once: for the top-level
+// object whose members fn gets (EachMember, Object), few beside the
+// elements a container's loop passes.
 func (sc *scanner) skipNoted(s string, i int) int {
 	i, w := skip(s, i)
 	sc.spaced |= w
@@ -295,8 +296,8 @@ func scanDigits(s string, i int) int {
 // EachMember calls fn with the raw key (quotes included) and the value
 // text of every member of the JSON object s, in document order. s is one
 // object, surrounding whitespace allowed; anything else is an error.
-// compact tells text with no whitespace outside its strings, which
-// Rewrite would not change.
+// compact tells whether the text has no whitespace outside its strings,
+// so that compacting it (Rewrite) would leave it as it is.
 func EachMember(s string, fn func(key, value string) error) (compact bool, err error) {
 	var sc scanner
 	i := sc.skipNoted(s, 0)
