@@ -90,6 +90,7 @@ type Config struct {
 	Samples SamplesConfig `mapstructure:"samples"`
 	Metrics MetricsConfig `mapstructure:"metrics"`
 	Traces  TracesConfig  `mapstructure:"traces"`
+	Ambient AmbientConfig `mapstructure:"ambient"`
 
 	// FinalizeGrace is how long after prime.run.end the run still accepts
 	// data, since metrics and logs travel in separate pipelines.
@@ -249,6 +250,9 @@ func (cfg *Config) Validate() error {
 	}
 	if err := cfg.Traces.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("traces: %w", err))
+	}
+	if err := cfg.Ambient.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := cfg.Tenants.validate(cfg); err != nil {
 		errs = append(errs, err)

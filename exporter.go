@@ -65,6 +65,7 @@ type backend struct {
 	evals     platform.Evals
 	warn      *logonce.Logger
 	closeIdle func()
+	ambient   *ambientState
 }
 
 // option is a test seam, given at construction.
@@ -123,12 +124,12 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		Defaults: e.cfg.Run, TeamID: e.cfg.TeamID, EvalID: e.cfg.Eval.ID,
 		FinalizeGrace: e.cfg.FinalizeGrace, FinalizeTimeout: e.cfg.FinalizeTimeout, IdleTimeout: e.cfg.IdleTimeout,
 		RetryEnabled: e.cfg.RetryConfig.Enabled, RetryMaxElapsed: e.cfg.RetryConfig.MaxElapsedTime,
-		QueueFlush: e.cfg.queueFlush(),
+		QueueFlush: e.cfg.queueFlush(), AmbientMaxKeys: e.cfg.Ambient.MaxKeys,
 		Persistent: e.cfg.Storage != nil || e.cfg.SharedRegistry.HasValue(),
 	}
 	deps := runs.Deps{Logger: e.logger, Warn: warn, Tel: e.tel, Stopping: e.stopping}
 	var traces platform.Traces
-	b := &backend{warn: warn, closeIdle: func() {}}
+	b := &backend{warn: warn, closeIdle: func() {}, ambient: newAmbientState(e.cfg.Ambient)}
 	switch e.cfg.Mode {
 	case ModeDisabled:
 		e.logger.Info("Prime exporter is disabled: everything it receives is accepted and dropped")

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
+	"github.com/primeintellect/primeexporter/internal/ambient"
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
@@ -27,9 +28,21 @@ func (e *primeExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) err
 	}
 	opts := stepmetrics.Options{StepMetric: e.cfg.Metrics.StepMetric}
 	retry := pmetric.NewMetrics()
+	var ambientRMs []pmetric.ResourceMetrics
+	for _, rm := range md.ResourceMetrics().All() {
+		if ambient.Is(rm) {
+			ambientRMs = append(ambientRMs, rm)
+		}
+	}
 	errs := pushEach(b.reg, md.ResourceMetrics(), retry.ResourceMetrics(), pmetric.NewMetrics, pmetric.Metrics.ResourceMetrics, nil, func(rms []pmetric.ResourceMetrics, retry pmetric.Metrics) error {
+		if len(ambientRMs) > 0 && ambient.Is(rms[0]) {
+			return nil // after the trainers' data, which may open their runs
+		}
 		return e.pushResourceMetrics(ctx, b, rms[0], opts, retry)
 	})
+	if len(ambientRMs) > 0 {
+		errs = append(errs, e.pushAmbient(ctx, b, ambientRMs, retry)...)
+	}
 	if len(errs) == 0 {
 		return nil
 	}
@@ -44,6 +57,7 @@ func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm 
 		return err
 	}
 	defer l.Release()
+	b.ambient.pods.Learn(rm.Resource(), b.reg.RunKey(rm.Resource()))
 	if l.IsEval() {
 		e.pushEvalMetrics(b, l, rm, opts)
 		return nil

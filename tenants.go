@@ -174,7 +174,7 @@ func (t *tenants) openLocked(ctx context.Context, user, key string) (*tenantBack
 	if deps.Store, err = t.store(ctx, user); err != nil {
 		return nil, err
 	}
-	b := &backend{warn: warn, evals: online, closeIdle: online.CloseIdleConnections}
+	b := &backend{warn: warn, evals: online, closeIdle: online.CloseIdleConnections, ambient: newAmbientState(t.e.cfg.Ambient)}
 	b.reg = runs.New(t.rc, deps, t.e.opts.runs...)
 	b.reg.Restore(ctx)
 	b.uploader = upload.New(upload.Config{

@@ -29,6 +29,9 @@ func binaries(t *testing.T) (otelcol, trainer string) {
 	return otelcol, trainer
 }
 
+// repoRoot is the repository's root, seen from this package's directory.
+const repoRoot = ".."
+
 // freeAddr is a loopback port for one of the collector's servers, from
 // below the ephemeral range so that no client connection takes it before
 // the collector binds it (freeport says why).
@@ -74,6 +77,14 @@ type collector struct {
 // 13133 and 4320 would be taken.
 func startCollector(t *testing.T, otelcol, config string, env ...string) *collector {
 	t.Helper()
+	return startCollectorWith(t, otelcol, config, nil, env...)
+}
+
+// startCollectorWith is startCollector with overlays: config files given
+// after config, as a user adds --config files; a relative path is the
+// repository's (a shipped overlay), an absolute one a test's own.
+func startCollectorWith(t *testing.T, otelcol, config string, overlays []string, env ...string) *collector {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "collector.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -97,7 +108,14 @@ func startCollector(t *testing.T, otelcol, config string, env ...string) *collec
 		env = append(env, "PRIME_STATUS_ENDPOINT="+freeAddr(t))
 	}
 	c := &collector{t: t, out: &syncBuffer{}, done: make(chan error, 1), addr: addr, health: health}
-	c.cmd = exec.Command(otelcol, "--config", path)
+	args := []string{"--config", path}
+	for _, o := range overlays {
+		if !filepath.IsAbs(o) {
+			o = filepath.Join(repoRoot, o)
+		}
+		args = append(args, "--config", o)
+	}
+	c.cmd = exec.Command(otelcol, args...)
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if err := c.cmd.Start(); err != nil {

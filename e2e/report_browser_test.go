@@ -153,22 +153,30 @@ type chartOnPage struct {
 	Canvases int    `json:"canvases"`
 }
 
+// metricSel finds each metric on the page in document order: a lone
+// chart carries its metric's data attributes, and a System chart of
+// several lines carries one data element a line.
+const metricSel = `.chart[data-metric], .chart data[data-metric]`
+
 func (p *page) charts(t *testing.T) []chartOnPage {
 	t.Helper()
 	var out []chartOnPage
-	p.eval(t, `[...document.querySelectorAll('.chart')].map(c => ({name: c.dataset.metric, axis: c.dataset.axis,
-		points: +c.dataset.points, plotted: +c.dataset.plotted, dropped: +c.dataset.dropped,
-		canvases: c.querySelectorAll('canvas').length}))`, &out)
+	p.eval(t, `[...document.querySelectorAll('`+metricSel+`')].map(m => ({name: m.dataset.metric, axis: m.dataset.axis,
+		points: +m.dataset.points, plotted: +m.dataset.plotted, dropped: +m.dataset.dropped,
+		canvases: m.closest('.chart').querySelectorAll('canvas').length}))`, &out)
 	return out
 }
 
-// drawChart scrolls the i-th chart into view and waits until it is drawn:
-// charts are drawn as they scroll into view.
+// drawChart scrolls the chart of the i-th metric (as charts lists them)
+// into view, opening the fold it may be under, and waits until it is
+// drawn: charts are drawn as they scroll into view.
 func (p *page) drawChart(t *testing.T, i int) {
 	t.Helper()
+	card := `document.querySelectorAll('` + metricSel + `')[` + itoa(i) + `].closest('.chart')`
 	var ok bool
-	p.eval(t, `(() => { document.querySelectorAll('.chart')[`+itoa(i)+`].scrollIntoView(); return true; })()`, &ok)
-	if _, err := chromedp.Run(p.ctx, chromedp.Poll[bool](`(() => { const c = document.querySelectorAll('.chart')[`+itoa(i)+`];
+	p.eval(t, `(() => { const c = `+card+`; const fold = c.closest('details'); if (fold) fold.open = true;
+		c.scrollIntoView(); return true; })()`, &ok)
+	if _, err := chromedp.Run(p.ctx, chromedp.Poll[bool](`(() => { const c = `+card+`;
 		return c.dataset.rendered === "1" && (c.querySelector('canvas') !== null || c.querySelector('.empty') !== null); })()`,
 		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatalf("chart %d was not drawn once in view: %v", i, err)

@@ -10,6 +10,13 @@ export PRIME_OTLP_HTTP="$HTTP_ADDR"
 export PRIME_OTLP_GRPC="${PRIME_OTLP_GRPC:-127.0.0.1:4317}"
 HEALTH_ADDR="${PRIME_HEALTH_ENDPOINT:-127.0.0.1:13133}"
 export PRIME_HEALTH_ENDPOINT="$HEALTH_ADDR"
+# System metrics (deploy/system-metrics.yaml, docs/system-metrics.md): the
+# collector samples this host and the demo trainer's process and puts them
+# into the trainer's run, named by its key. The demo is short, so it samples
+# every second where a real run would keep the 15 s default.
+export PRIME_RUN_KEY="${PRIME_RUN_KEY:-demo-run-$(date +%s)}"
+export PRIME_SYSTEM_INTERVAL="${PRIME_SYSTEM_INTERVAL:-1s}"
+export PRIME_SYSTEM_PROCESS="${PRIME_SYSTEM_PROCESS:-demotrainer}"
 
 build_collector
 build_demotrainer
@@ -18,7 +25,7 @@ build_sync
 mkdir -p "$OUT"
 before=$(ls "$OUT" 2>/dev/null | sort)
 log "starting the collector (offline mode, runs go to $OUT)"
-"$OTELCOL" --config "$ROOT/testdata/demo-offline.yaml" >"$BUILD/collector.log" 2>&1 &
+"$OTELCOL" --config "$ROOT/testdata/demo-offline.yaml" --config "$ROOT/deploy/system-metrics.yaml" >"$BUILD/collector.log" 2>&1 &
 collector=$!
 trap 'kill $collector 2>/dev/null || true' EXIT
 
@@ -29,7 +36,7 @@ for _ in $(seq 1 100); do
 done
 
 log "running the demo trainer"
-"$DEMOTRAINER" -endpoint "$HTTP_ADDR" "$@"
+"$DEMOTRAINER" -endpoint "$HTTP_ADDR" -run-key "$PRIME_RUN_KEY" -step-delay 150ms "$@"
 
 run_dir=""
 for _ in $(seq 1 150); do
@@ -60,8 +67,14 @@ echo
 echo "run.json:"
 cat "$run_dir/run.json"
 echo
-echo "metrics.jsonl: $posts posts covering $steps steps; the last one:"
-tail -1 "$run_dir/metrics.jsonl"
+echo "metrics.jsonl: $posts posts covering $steps steps; the last step's:"
+grep '"step":' "$run_dir/metrics.jsonl" | tail -1
+echo
+system_rows=$(grep -c '"system/' "$run_dir/metrics.jsonl" || true)
+echo "System metrics: $system_rows time-keyed rows, sampled by the collector (no trainer code); the keys:"
+grep -o '"system/[^"]*"' "$run_dir/metrics.jsonl" | sort -u | tr -d '"' | sed 's/^/  /'
+echo "The last one:"
+grep '"system/' "$run_dir/metrics.jsonl" | tail -1
 echo
 echo "samples/: the step-keyed Parquet sample tables (every ${PRIME_STEP_INTERVAL:-10}th step):"
 ls -l "$run_dir/samples" 2>/dev/null | tail -n +2 || echo "  (none)"

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/primeintellect/primeexporter/cmd/internal/trainerlib"
@@ -19,13 +20,17 @@ type config struct {
 	runName            string
 	runID              string
 	teamID             string
-	model              string
-	environments       []string
-	stepDelay          time.Duration
-	manifest           string
-	startStep          int
-	episodeTextBytes   int
-	evalEvery          int
+	// pod is the Kubernetes pod the trainer runs in, "<namespace>/<name>",
+	// as a pod announces itself from the downward API: the collector binds
+	// the node's GPU metrics of that pod to the run.
+	pod              string
+	model            string
+	environments     []string
+	stepDelay        time.Duration
+	manifest         string
+	startStep        int
+	episodeTextBytes int
+	evalEvery        int
 }
 
 // validate lists every bad flag, each a usage error.
@@ -40,6 +45,9 @@ func (c config) validate() error {
 		trainerlib.AtLeastOne("-rollouts-per-example", c.rolloutsPerExample))
 	if c.runKey == "" && c.runID == "" {
 		errs = append(errs, usage("-run-key or -run-id is required: the exporter needs an identity for the run"))
+	}
+	if ns, name, ok := strings.Cut(c.pod, "/"); c.pod != "" && (!ok || ns == "" || name == "") {
+		errs = append(errs, usage("-pod must be <namespace>/<name>"))
 	}
 	if len(c.environments) == 0 {
 		errs = append(errs, usage("-environments must name at least one environment"))
@@ -66,6 +74,7 @@ func parseConfig(args []string, stderr io.Writer, getenv func(string) string) (c
 	fs.StringVar(&cfg.runName, "run-name", "demo-run", "prime.run.name")
 	fs.StringVar(&cfg.runID, "run-id", "", "prime.run.id: attach to this existing platform run instead of creating one")
 	fs.StringVar(&cfg.teamID, "team-id", "", "prime.run.team_id: the team to create the run for (a collector without team_id, such as the multi-tenant gateway, needs it)")
+	fs.StringVar(&cfg.pod, "pod", "", "the Kubernetes pod the trainer runs in, <namespace>/<name> (k8s.namespace.name, k8s.pod.name): a node's GPU metrics of that pod join the run")
 	fs.StringVar(&cfg.model, "model", "Qwen/Qwen3-0.6B", "prime.run.model")
 	envs := fs.String("environments", "primeintellect/gsm8k,primeintellect/vf-math@v3", "comma-separated environments (prime.run.environments); <env>@<version> pins a version")
 	fs.DurationVar(&cfg.stepDelay, "step-delay", 20*time.Millisecond, "pause between steps")

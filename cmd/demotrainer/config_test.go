@@ -29,6 +29,8 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{"-environments", " , "},
 		{"-endpoint", "ftp://x:1"},
 		{"-export-timeout", "0s"},
+		{"-pod", "trainer-a-0"},
+		{"-pod", "rl/"},
 		{"extra"},
 	} {
 		_, err := parseConfig(args, new(bytes.Buffer), noEnv)

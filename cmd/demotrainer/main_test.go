@@ -86,6 +86,21 @@ func TestEveryRequestCarriesTheRunsResource(t *testing.T) {
 		if _, ok := res["prime.run.team_id"]; ok {
 			t.Error("prime.run.team_id is set without -team-id")
 		}
+		if _, ok := res["k8s.pod.name"]; ok {
+			t.Error("k8s.pod.name is set without -pod")
+		}
+	}
+}
+
+func TestAPodNamesTheTrainersNamespaceAndPod(t *testing.T) {
+	c := otlptest.NewCollector(t, 0)
+	if _, err := runDemo(t, c, "-pod", "rl/trainer-a-0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range c.Resources() {
+		if ns, pod := res["k8s.namespace.name"].GetStringValue(), res["k8s.pod.name"].GetStringValue(); ns != "rl" || pod != "trainer-a-0" {
+			t.Errorf("k8s.namespace.name %q, k8s.pod.name %q", ns, pod)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,9 @@ func newResource(ctx context.Context, cfg config) (*resource.Resource, error) {
 	}
 	if cfg.teamID != "" {
 		attrs = append(attrs, attribute.String("prime.run.team_id", cfg.teamID))
+	}
+	if ns, name, ok := strings.Cut(cfg.pod, "/"); ok {
+		attrs = append(attrs, attribute.String("k8s.namespace.name", ns), attribute.String("k8s.pod.name", name))
 	}
 	return trainerlib.NewResource(ctx, attrs...)
 }

@@ -37,3 +37,13 @@ func (l *Logger) Warn(key, msg string, fields ...zap.Field) {
 	}
 	l.logger.Warn(msg, fields...)
 }
+
+// Info is Warn for what is expected rather than wrong: info level the
+// first time key is seen, debug after that.
+func (l *Logger) Info(key, msg string, fields ...zap.Field) {
+	if seen, _ := l.seen.ContainsOrAdd(key, struct{}{}); seen {
+		l.logger.Debug(msg, fields...)
+		return
+	}
+	l.logger.Info(msg, fields...)
+}

@@ -32,3 +32,14 @@ func TestAForgottenKeyWarnsAgainInsteadOfGrowingWithoutBound(t *testing.T) {
 	assert.Equal(t, 4, logs.FilterLevelExact(zapcore.WarnLevel).Len())
 	assert.Equal(t, 1, logs.FilterLevelExact(zapcore.DebugLevel).Len())
 }
+
+func TestAnExpectedEventIsLoggedAtInfoOnceThenAtDebug(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	l := New(zap.New(core), 0)
+	for range 3 {
+		l.Info("run-1\x00ended", "ended")
+	}
+	assert.Equal(t, 1, logs.FilterLevelExact(zapcore.InfoLevel).Len())
+	assert.Equal(t, 2, logs.FilterLevelExact(zapcore.DebugLevel).Len())
+	assert.Zero(t, logs.FilterLevelExact(zapcore.WarnLevel).Len())
+}

@@ -79,6 +79,22 @@ const (
 	SamplesUncertain Reason = "eval_samples_uncertain"
 )
 
+// Ambient metrics (the host's, the GPUs', an inference server's), which
+// join a run and never make one.
+const (
+	// AmbientNoRun: ambient data that names no run (no identity, no pod a
+	// trainer announced), or whose run did not open within ambient::wait.
+	AmbientNoRun Reason = "ambient_no_run"
+	// AmbientKeyCap: an ambient key past its run's ambient::max_keys.
+	AmbientKeyCap Reason = "ambient_key_cap"
+	// ScrapeFailed: a scrape of an ambient target failed (down, or text
+	// that does not parse): the prometheus receiver's up was 0.
+	ScrapeFailed Reason = "scrape_failed"
+	// AmbientRunEnded: ambient data for a run that is closing or closed;
+	// the host goes on being sampled after its run, so this is a skip.
+	AmbientRunEnded Reason = "ambient_run_ended"
+)
+
 // Skips: left out on purpose or because they are delivered already; not
 // lost.
 const (

@@ -31,6 +31,7 @@ func TestEveryReasonCodeIsDistinctAndSnakeCase(t *testing.T) {
 		NoStep, BadStep, NonFinite, BadValue, NoValues, BadWorkType, BadBody,
 		NoIdentity, RunClosed, RunRefused, NoTeam, Unauthorized, RunLimit, NoKey, KeyRefused, PlatformRejected, EpisodeTooLarge, UploadRejected,
 		RunKind, Eval, OffCadence, EmptyTrajectory, AlreadyDelivered, AlreadySent, NotAnEvent,
+		AmbientNoRun, AmbientKeyCap, ScrapeFailed, AmbientRunEnded,
 	}
 	snake := regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
 	seen := map[Reason]bool{}

@@ -35,6 +35,20 @@
 //     metrics draws the few on screen first. A 10,000-step, 500-metric
 //     run gives a 4.2 MB page, ready in about 1.2 s (prime-sync.md).
 //
+//   - A System section, as W&B's System panel: the ambient metrics the
+//     exporter writes under system/ (internal/ambient) are taken out of the
+//     curves and shown after them, a sub-heading a family (cpu, memory,
+//     disk, network, proc, gpu, vllm, other; system.go), over the time
+//     since the run's first row, which reads the same in any time zone.
+//     Series that differ only in their folded attributes share one chart,
+//     a line each, labelled by the attributes, and a histogram's p50, p90
+//     and p99 share one: eight GPUs of two nodes would otherwise make
+//     sixteen charts a metric, and the lines to compare would be apart. A
+//     histogram's count, sum, mean, min and max are folded away: scraped,
+//     they count from the server's start, and would crowd the latencies.
+//     The grouping is made here, in Go, so that the tests read it; the
+//     page only draws it. A run without system/ keys has no section.
+//
 //   - Sample text is cut at MaxCellBytes a cell, saying so, so that one
 //     run of long chats does not make a page no browser opens.
 package report

@@ -49,6 +49,9 @@ type Series struct {
 type metricsFile struct {
 	Series   []*Series
 	BadLines int
+	// Start is the least _timestamp of any row, step rows too: the run's
+	// first row, where the System section's time starts. 0 when none has one.
+	Start float64
 }
 
 type point struct{ x, y float64 }
@@ -83,7 +86,7 @@ func readMetrics(r io.Reader) (metricsFile, error) {
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
-			if !addPost(builders, line) {
+			if !addPost(builders, line, &out.Start) {
 				out.BadLines++
 			}
 		}
@@ -108,8 +111,9 @@ type post struct {
 	Metrics map[string]json.RawMessage `json:"metrics"`
 }
 
-// addPost adds one line's values; false when the line is not a post.
-func addPost(builders map[string]*seriesBuilder, line []byte) bool {
+// addPost adds one line's values and lowers *start to its _timestamp;
+// false when the line is not a post.
+func addPost(builders map[string]*seriesBuilder, line []byte, start *float64) bool {
 	var p post
 	if err := json.Unmarshal(line, &p); err != nil {
 		fixed, changed := jsonscan.Rewrite(string(line), false, true)
@@ -124,6 +128,9 @@ func addPost(builders map[string]*seriesBuilder, line []byte) bool {
 		axis, x = AxisTime, ts
 	} else {
 		return false
+	}
+	if ts, ok := finite(p.Metrics[keyTimestamp]); ok && (*start == 0 || ts < *start) {
+		*start = ts
 	}
 	for k, raw := range p.Metrics {
 		if k == keyStep || k == keyTimestamp {

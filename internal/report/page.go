@@ -62,12 +62,14 @@ type xs struct {
 
 // pageData is the JSON the page's script draws from.
 type pageData struct {
-	Kind     string        `json:"kind"`
-	XS       []xs          `json:"xs"`
-	Charts   []chart       `json:"charts"`
-	BadLines int           `json:"bad_metric_lines,omitempty"`
-	Steps    []StepSamples `json:"steps,omitempty"`
-	Eval     *evalData     `json:"eval,omitempty"`
+	Kind     string         `json:"kind"`
+	XS       []xs           `json:"xs"`
+	Charts   []chart        `json:"charts"`
+	System   []systemFamily `json:"system,omitempty"`
+	Start    float64        `json:"start,omitempty"` // the run's first row, where the System section's time starts
+	BadLines int            `json:"bad_metric_lines,omitempty"`
+	Steps    []StepSamples  `json:"steps,omitempty"`
+	Eval     *evalData      `json:"eval,omitempty"`
 }
 
 type evalData struct {
@@ -150,13 +152,15 @@ func deltas(x []float64) []float64 {
 
 // Render writes r's page to w.
 func Render(w io.Writer, r *Report) error {
-	data := pageData{Kind: r.Header.Kind, BadLines: r.BadLines, Steps: r.Steps, Charts: []chart{}, XS: []xs{}}
+	data := pageData{Kind: r.Header.Kind, BadLines: r.BadLines, Steps: r.Steps, Charts: []chart{}, XS: []xs{}, Start: r.Start}
 	ix := xIndex{byHash: map[uint64][]int{}, all: &data.XS}
 	for _, s := range r.Series {
 		x, y := thin(s.X, s.Y, MaxPoints)
 		data.Charts = append(data.Charts, chart{Group: Group(s.Name), Name: s.Name, Axis: s.Axis, Points: len(s.X),
 			XI: ix.add(s.Axis, x), Y: float32s(y), Plotted: len(y), Dropped: s.Dropped, DroppedCount: s.DroppedCount})
 	}
+	data.System = systemSection(data.Charts)
+	sys := countSystem(data.System)
 	if r.Eval != nil {
 		data.Eval = &evalData{Samples: r.Eval.Samples, BadSamples: r.Eval.BadSamples}
 	}
@@ -175,10 +179,11 @@ func Render(w io.Writer, r *Report) error {
 		UPlotCSS, Style     template.CSS
 		License, Version    string
 		Charts, SampleSteps int
+		System              systemCount
 	}{
 		H: r.Header, Data: template.JS(raw), UPlot: template.JS(uplotJS), Script: template.JS(reportJS),
 		UPlotCSS: template.CSS(uplotCSS), Style: template.CSS(reportCSS), License: uplotLicense, Version: UPlotVersion,
-		Charts: len(data.Charts), SampleSteps: len(r.Steps), Summary: evalSummary(r.Eval),
+		Charts: len(data.Charts) - sys.Series, SampleSteps: len(r.Steps), Summary: evalSummary(r.Eval), System: sys,
 	}); err != nil {
 		return err
 	}

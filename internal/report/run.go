@@ -46,7 +46,8 @@ type Header struct {
 type Report struct {
 	Header   Header
 	Series   []*Series
-	BadLines int // metrics.jsonl lines that were not posts
+	BadLines int     // metrics.jsonl lines that were not posts
+	Start    float64 // the run's first row, unix seconds (metricsFile.Start)
 	Steps    []StepSamples
 	Eval     *Eval
 }
@@ -112,7 +113,7 @@ func loadTrain(dir string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.Series, rep.BadLines = mf.Series, mf.BadLines
+	rep.Series, rep.BadLines, rep.Start = mf.Series, mf.BadLines, mf.Start
 	if rep.Steps, err = readSteps(dir); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,9 @@ type Lease struct {
 	r    *run
 	id   string
 	hold string // the push's hold in the fleet, if any
+	// ambient: an ambient push's (Join), which leaves the run's activity
+	// times alone.
+	ambient bool
 }
 
 // ID is the run's platform id.
@@ -15,6 +18,10 @@ func (l Lease) ID() string { return l.id }
 // Release ends the push's hold.
 func (l Lease) Release() {
 	l.g.fleet.holds.unhold(l.r, l.hold)
+	if l.ambient {
+		l.r.releaseAmbient()
+		return
+	}
 	l.r.release(l.g.now())
 }
 

@@ -52,6 +52,9 @@ type Config struct {
 	// gateway gives each tenant its registry and this bound, so that one
 	// tenant cannot fill memory or the store.
 	MaxOpenRuns int
+	// AmbientMaxKeys bounds a run's distinct ambient keys (ambient::max_keys);
+	// 0 is no bound.
+	AmbientMaxKeys int
 }
 
 // Telemetry is the self-telemetry the lifecycle counts into.

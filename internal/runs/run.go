@@ -59,6 +59,8 @@ type run struct {
 	ranges  *sampleRanges
 	pending *pendingObjects
 	stats   runStats
+	// ambientKeys are the ambient keys the run took (ambient.go).
+	ambientKeys keyCap
 }
 
 func newRun(ident identity) *run {
@@ -111,6 +113,7 @@ func (r *run) dropState() {
 	r.sent.reset()
 	r.ranges.reset()
 	r.pending.reset()
+	r.ambientKeys.reset()
 }
 
 // runStats are one run's counts for its close-out log line.

@@ -81,6 +81,59 @@
 //     through a histogram. Non-finite values are rejected one by one, so a
 //     histogram whose sum overflowed still sends its count.
 //
+//   - Percentiles. A histogram's buckets are not sent, but the curve a
+//     trainer watches beside the mean is the tail, so an explicit-bucket or
+//     exponential point also gives key/p50, key/p90 and key/p99 (quantiles
+//     0.5, 0.9, 0.99), estimated from its buckets by Prometheus's classic
+//     histogram_quantile rule, exactly: it is what operators already read off
+//     the same histograms, and one percentile should not have two values.
+//     rank = q × count; the first bucket whose cumulative count reaches the
+//     rank (>=) holds it, and the answer is lower + (upper−lower) ×
+//     ((rank−below)/n), linear within the bucket (below: the observations
+//     under it; n: its own), computed in Prometheus's order of operations, so
+//     that promtool agrees to the bit (promtool_test.go, promtool 2.42). An
+//     explicit layout's first bucket starts at 0 when its bound is positive
+//     and answers its bound when that is ≤ 0; a rank in the +Inf bucket
+//     answers the highest finite bound. The +Inf bucket counts the point's
+//     count, as the collector's Prometheus exporters write it, lifted to the
+//     finite buckets' total when that is more (Prometheus forces cumulative
+//     counts not to decrease). No percentiles for count 0, no bucket
+//     counts, no finite bound (Prometheus needs two buckets), or a layout
+//     OTLP forbids (bucket_counts not one longer than explicit_bounds,
+//     bounds not finite and non-decreasing): there is nothing sound to
+//     interpolate in. Equal neighbouring bounds make a zero-width bucket,
+//     which answers its bound. A count-0 point whose buckets count
+//     something gives none, where Prometheus would read its buckets: the
+//     point says it observed nothing.
+//
+//     An exponential point is read as explicit buckets from the most
+//     negative to the most positive: its negative buckets, the zero bucket
+//     (−zero_threshold, zero_threshold] if it counts anything (with a
+//     threshold of 0 that is the value 0), its positive buckets, bucket i
+//     of offset o holding (base^(o+i), base^(o+i+1)], base = 2^(2^−scale),
+//     negated for the negative ones; a count above the buckets' total
+//     answers the highest bound, like a +Inf bucket. It is interpolated
+//     linearly, as classic buckets are, although Prometheus 2.51 and later
+//     interpolate native histograms exponentially: one rule for both
+//     types, so that a p99 means the same whichever instrument an SDK
+//     chose, and the bucket already bounds the error tightly.
+//
+//     The error: the estimate lies in the bucket that holds the rank, and
+//     so does the true percentile, so it is off by at most that bucket's
+//     width; for an exponential bucket (base^k, base^(k+1)] that is below
+//     (base−1) × the true value (9% at scale 3), for the zero bucket
+//     2 × zero_threshold. Two buckets have no such bound: the +Inf bucket
+//     (the answer is its lower bound) and an explicit first bucket (the
+//     answer assumes no value below 0, or is its bound). So the estimate
+//     is then clamped to the point's recorded min and max, which the true
+//     percentile never leaves: clamping only ever moves it closer. That is
+//     our addition to Prometheus's rule, and the comparison test's points
+//     record no min or max. A percentile that is not finite (a bucket past
+//     float64's range) is rejected as non_finite, like any other value.
+//     The buckets are read in place, twice at most (their total, then the
+//     walk to the p99's bucket), without allocating: this runs for every
+//     histogram point.
+//
 //   - Nothing recorded is not an error: a point flagged NoRecordedValue (or
 //     with an empty value) produces neither an entry nor a rejection.
 //

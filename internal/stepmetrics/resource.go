@@ -55,6 +55,7 @@ func (c *collector) metric(m pmetric.Metric) {
 			c.distribution(name, dp, distribution{
 				count: dp.Count(), sum: dp.Sum(), hasSum: dp.HasSum(),
 				min: dp.Min(), hasMin: dp.HasMin(), max: dp.Max(), hasMax: dp.HasMax(),
+				percentiles: explicitPercentiles(dp),
 			})
 		}
 	case pmetric.MetricTypeExponentialHistogram:
@@ -64,6 +65,7 @@ func (c *collector) metric(m pmetric.Metric) {
 			c.distribution(name, dp, distribution{
 				count: dp.Count(), sum: dp.Sum(), hasSum: dp.HasSum(),
 				min: dp.Min(), hasMin: dp.HasMin(), max: dp.Max(), hasMax: dp.HasMax(),
+				percentiles: exponentialPercentiles(dp),
 			})
 		}
 	case pmetric.MetricTypeSummary:
@@ -102,6 +104,7 @@ type distribution struct {
 	count                  uint64
 	sum, min, max          float64
 	hasSum, hasMin, hasMax bool
+	percentiles            percentiles
 }
 
 func (c *collector) distribution(name string, dp point, d distribution) {
@@ -126,6 +129,11 @@ func (c *collector) distribution(name string, dp point, d distribution) {
 	}
 	if d.hasMax {
 		c.add(base, key+"/max", d.max)
+	}
+	if d.percentiles.ok {
+		for i, p := range histogramPercentiles() {
+			c.add(base, key+p.suffix, d.clamp(d.percentiles.value[i]))
+		}
 	}
 	c.coercedIf(how, before)
 }

@@ -46,13 +46,62 @@
 
   // ---- metric curves ----
   const drawn = [];
+  // The lines of one chart (the System section's GPUs, processes and
+  // percentiles), told apart by colour; the first is a lone curve's.
+  const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#475569", "#ea580c"];
+  // Tick steps of the System section's time, in seconds: round minutes and
+  // hours, as W&B's relative time has them.
+  const ELAPSED_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
+  // The time of day beside it, short: the header gives the run's dates.
+  const clock = uPlot.fmtDate("{HH}:{mm}:{ss}");
+  const systemPanels = (data.system || []).flatMap((f) => f.panels.concat(f.totals || []));
 
-  function markDropped(u, c) {
-    if (!c.dropped || !c.dropped.length) return;
+  // The System section's time is counted from the run's first row, not
+  // shown as time of day: a page opened in another time zone than the
+  // run's would show another clock, and "how long into the run" is what
+  // a system curve is read against. Its charts share one x range, so that
+  // a moment is at one place in every chart.
+  let sysStart = data.start || Infinity, sysEnd = -Infinity;
+  for (const p of systemPanels) {
+    if (p.axis !== "time") continue;
+    for (const i of p.charts) {
+      const [lo, hi] = extent(data.charts[i]);
+      sysStart = Math.min(sysStart, lo);
+      sysEnd = Math.max(sysEnd, hi);
+    }
+  }
+
+  // extent is the least and greatest x of a curve, its not-finite marks
+  // included.
+  function extent(c) {
+    const x = xs[c.xi], d = c.dropped || [];
+    let lo = Infinity, hi = -Infinity;
+    if (x.length) {
+      lo = x[0];
+      hi = x[x.length - 1];
+    }
+    if (d.length) {
+      lo = Math.min(lo, d[0]);
+      hi = Math.max(hi, d[d.length - 1]);
+    }
+    return [lo, hi];
+  }
+
+  // elapsed writes seconds since the run's first row: 45s, 12m30s, 2h05m.
+  function elapsed(v) {
+    const sign = v < 0 ? "-" : "", s = Math.round(Math.abs(v));
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+    if (h) return sign + h + "h" + (m ? String(m).padStart(2, "0") + "m" : "");
+    if (m) return sign + m + "m" + (sec ? String(sec).padStart(2, "0") + "s" : "");
+    return sign + sec + "s";
+  }
+
+  function markDropped(u, dropped) {
+    if (!dropped.length) return;
     const ctx = u.ctx, y = u.bbox.top + u.bbox.height, s = 5 * devicePixelRatio;
     ctx.save();
     ctx.fillStyle = "#dc2626";
-    for (const x of c.dropped) {
+    for (const x of dropped) {
       const px = u.valToPos(x, "x", true);
       if (px < u.bbox.left - 1 || px > u.bbox.left + u.bbox.width + 1) continue;
       ctx.beginPath();
@@ -65,48 +114,85 @@
     ctx.restore();
   }
 
-  function draw(card, c) {
+  // aligned puts a chart's lines on one x: the x they share (one scrape is
+  // one row, so a system chart's GPUs share theirs), or their x joined,
+  // each line spanning the points that are the others'.
+  function aligned(list) {
+    const xi = list[0].c.xi;
+    if (list.every((s) => s.c.xi === xi)) return [xs[xi]].concat(list.map((s) => ys(s.c)));
+    return uPlot.join(list.map((s) => [xs[s.c.xi], ys(s.c)]));
+  }
+
+  // draw draws a card's chart: spec.series are its lines ({c, label}), and
+  // spec.rel says its time is counted from the run's first row.
+  function draw(card, spec) {
     if (card.dataset.rendered) return;
     card.dataset.rendered = "1";
     const plot = card.querySelector(".plot");
-    const x = xs[c.xi];
-    if (!x.length) {
+    const list = spec.series.filter((s) => xs[s.c.xi].length);
+    if (!list.length) {
       plot.append(el("p", { className: "empty", text: "No finite values." }));
       return;
     }
-    const time = c.axis === "time";
+    const rel = spec.rel, time = spec.axis === "time" && !rel, off = rel ? sysStart : 0;
+    const d = aligned(list);
+    if (off) d[0] = d[0].map((v) => v - off);
+    const n = d[0].length;
+    const dropped = spec.series.flatMap((s) => s.c.dropped || []).map((v) => v - off).sort((a, b) => a - b);
+    const xSeries = rel
+      ? { label: "since start", value: (u, v) => v == null ? "" : elapsed(v) + " (" + clock(new Date((v + sysStart) * 1000)) + ")" }
+      : { label: time ? "time" : "step", value: time ? "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" : (u, v) => v == null ? "" : String(v) };
     const opts = {
       width: Math.max(240, plot.clientWidth),
       height: 170,
       scales: { x: { time: time } },
       legend: { show: true, live: true },
       cursor: { drag: { x: true, y: false } },
-      series: [
-        { label: time ? "time" : "step", value: time ? "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" : (u, v) => v == null ? "" : String(v) },
-        { label: "value", stroke: "#2563eb", width: 1.25, points: { show: x.length <= 60 }, value: (u, v) => num(v) },
-      ],
-      axes: [{}, { size: 56, values: (u, splits) => splits.map(tick) }],
-      hooks: { draw: [(u) => markDropped(u, c)] },
+      series: [xSeries].concat(list.map((s, i) => ({
+        label: s.label, stroke: PALETTE[i % PALETTE.length], width: 1.25, spanGaps: true,
+        points: { show: n <= 60 }, value: (u, v) => num(v),
+      }))),
+      axes: [rel ? { incrs: ELAPSED_STEPS, values: (u, splits) => splits.map(elapsed) } : {},
+        { size: 56, values: (u, splits) => splits.map(tick) }],
+      hooks: { draw: [(u) => markDropped(u, dropped)] },
     };
-    if (c.dropped && c.dropped.length) {
-      // The marks must be on the axis even where no value was plotted.
-      const lo = Math.min(x[0], c.dropped[0]), hi = Math.max(x[x.length - 1], c.dropped[c.dropped.length - 1]);
-      opts.scales.x.range = (u, a, b) => (lo === hi ? [lo - 1, hi + 1] : [lo, hi]);
+    // The marks must be on the axis even where no value was plotted.
+    let lo = d[0][0], hi = d[0][n - 1];
+    if (dropped.length) {
+      lo = Math.min(lo, dropped[0]);
+      hi = Math.max(hi, dropped[dropped.length - 1]);
     }
-    drawn.push(new uPlot(opts, [x, ys(c)], plot));
+    if (rel) {
+      lo = Math.min(lo, 0);
+      hi = Math.max(hi, sysEnd - sysStart);
+      opts.cursor.sync = { key: "system" };
+    }
+    if (dropped.length || rel) opts.scales.x.range = () => (lo === hi ? [lo - 1, hi + 1] : [lo, hi]);
+    drawn.push(new uPlot(opts, d, plot));
+  }
+
+  function pointsText(points, plotted, dropped) {
+    let meta = points + " point" + (points === 1 ? "" : "s");
+    if (plotted < points) meta += ", " + plotted + " plotted (min/max per bucket)";
+    if (dropped) meta += ", " + dropped + " not finite, not plotted";
+    return meta;
   }
 
   function renderCharts() {
     const root = document.getElementById("charts");
     if (!root) return [];
+    const inSystem = new Set(systemPanels.flatMap((p) => p.charts));
     const groups = new Map();
-    for (const c of data.charts) {
+    data.charts.forEach((c, i) => {
+      if (inSystem.has(i)) return;
       if (!groups.has(c.group)) groups.set(c.group, []);
       groups.get(c.group).push(c);
-    }
+    });
     const names = [...groups.keys()].sort((a, b) => (a === "") - (b === "") || a.localeCompare(b));
     const cards = [];
-    if (!data.charts.length) root.append(el("p", { className: "empty", text: "This run has no metrics." }));
+    if (!names.length) {
+      root.append(el("p", { className: "empty", text: inSystem.size ? "This run has no training metrics; its system metrics are below." : "This run has no metrics." }));
+    }
     if (data.bad_metric_lines) {
       root.append(el("p", { className: "warn", text: data.bad_metric_lines + " line(s) of metrics.jsonl are not metrics posts and are not shown." }));
     }
@@ -116,21 +202,66 @@
       root.append(el("section", { className: "group", "data-group": g },
         el("h3", { text: (g ? g + "/" : "other") + "  (" + list.length + ")" }), grid));
       for (const c of list) {
-        const thinned = c.plotted < c.points;
-        let meta = c.points + " point" + (c.points === 1 ? "" : "s");
-        if (thinned) meta += ", " + c.plotted + " plotted (min/max per bucket)";
-        if (c.dropped_count) meta += ", " + c.dropped_count + " not finite, not plotted";
         const card = el("div", {
           className: "chart" + (c.dropped_count ? " has-dropped" : ""),
           "data-metric": c.name, "data-axis": c.axis, "data-points": c.points, "data-plotted": c.plotted,
           "data-dropped": c.dropped_count || 0,
         },
           el("div", { className: "chart-title", title: c.name, text: c.name }),
-          el("div", { className: "chart-meta", text: (c.axis === "time" ? "over wall time · " : "over steps · ") + meta }),
+          el("div", { className: "chart-meta", text: (c.axis === "time" ? "over wall time · " : "over steps · ") + pointsText(c.points, c.plotted, c.dropped_count) }),
           el("div", { className: "plot" }));
         grid.append(card);
-        cards.push([card, c]);
+        cards.push([card, { axis: c.axis, series: [{ c: c, label: "value" }] }]);
       }
+    }
+    return cards;
+  }
+
+  // ---- the System section: one sub-heading a family, one chart a metric
+  // with a line per attribute set, as the page data's panels say ----
+  function panelCard(p, cards) {
+    const series = p.charts.map((i, k) => ({ c: data.charts[i], label: p.labels[k] }));
+    let points = 0, plotted = 0, dropped = 0;
+    for (const s of series) {
+      points += s.c.points;
+      plotted += s.c.plotted;
+      dropped += s.c.dropped_count || 0;
+    }
+    const card = el("div", {
+      className: "chart system-chart" + (dropped ? " has-dropped" : ""),
+      "data-panel": p.title, "data-axis": p.axis, "data-series": series.length,
+    },
+      el("div", { className: "chart-title", title: series.map((s) => s.c.name).join("\n"), text: p.title }),
+      el("div", { className: "chart-meta", text: (p.axis === "time" ? "since the run's first row · " : "over steps · ") +
+        series.length + " series, " + pointsText(points, plotted, dropped) }),
+      el("div", { className: "plot" }),
+      // Each line's metric and counts, as a lone chart's data attributes
+      // give them, for whoever reads the page's structure.
+      ...series.map((s) => el("data", {
+        hidden: true, value: s.c.name, "data-metric": s.c.name, "data-label": s.label, "data-axis": s.c.axis,
+        "data-points": s.c.points, "data-plotted": s.c.plotted, "data-dropped": s.c.dropped_count || 0,
+      })));
+    cards.push([card, { axis: p.axis, series: series, rel: p.axis === "time" }]);
+    return card;
+  }
+
+  function renderSystem() {
+    const root = document.getElementById("system-charts");
+    if (!root) return [];
+    const cards = [];
+    for (const f of data.system || []) {
+      const grid = el("div", { className: "grid" });
+      for (const p of f.panels) grid.append(panelCard(p, cards));
+      const family = el("section", { className: "family", "data-family": f.name }, el("h3", { text: f.title }), grid);
+      const totals = f.totals || [];
+      if (totals.length) {
+        const more = el("div", { className: "grid" });
+        for (const p of totals) more.append(panelCard(p, cards));
+        family.append(el("details", { className: "totals" },
+          el("summary", { text: "Histogram totals (" + totals.length + " chart" + (totals.length === 1 ? "" : "s") + "): count, sum, mean, min and max; a scraped histogram's count from its server's start" }),
+          more));
+      }
+      root.append(family);
     }
     return cards;
   }
@@ -221,7 +352,7 @@
     root.append(table("eval-samples-table", data.eval.samples || [], ["sample_id", "task", "reward", "prompt", "completion"], {}));
   }
 
-  const cards = renderCharts();
+  const cards = renderCharts().concat(renderSystem());
   const tDom = performance.now();
   renderSteps();
   renderEval();
@@ -236,9 +367,11 @@
       }
     }
   }, { rootMargin: "400px 0px" });
-  for (const [card, c] of cards) {
-    card.__chart = c;
-    if (card.getBoundingClientRect().top < innerHeight) draw(card, c);
+  for (const [card, spec] of cards) {
+    card.__chart = spec;
+    // A card under a closed fold has no box yet: it is drawn when opened.
+    const box = card.getBoundingClientRect();
+    if (box.height > 0 && box.top < innerHeight) draw(card, spec);
     else io.observe(card);
   }
   let resizing = 0;
