@@ -3,10 +3,13 @@ package primeexporter
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
@@ -171,4 +174,33 @@ func TestAGPUOfAKnownPodJoinsThatPodsRunWhateverRunKeyTheNodesCollectorGaveIt(t 
 	require.NoError(t, err)
 	defer b.Release()
 	assert.Equal(t, b.ID(), got[0], "the pod's run took it, not the run key's")
+}
+
+func TestAPodWithNoRunWaitsItsBoundThenIsDroppedAndCountedWithALine(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Ambient.Wait = 20 * time.Millisecond })
+	ctx := context.Background()
+	pod := map[string]string{"namespace": "rl", "pod": "nobody-0"}
+	require.NoError(t, h.exp.pushMetrics(ctx, hostMemory(pod, ambientT0, 0.5)))
+	assert.Zero(t, h.count(metricRejected, map[string]string{"reason": "ambient_no_run"}), "it waits first")
+	time.Sleep(30 * time.Millisecond)
+	require.NoError(t, h.exp.pushMetrics(ctx, hostMemory(pod, ambientT0+15e9, 0.5)))
+	assert.Equal(t, int64(1), h.count(metricRejected, map[string]string{"reason": "ambient_no_run"}), "the first scrape, past the wait")
+	assert.Contains(t, h.logText(), "pod:rl/nobody-0")
+	assert.Empty(t, h.platform.Runs())
+}
+
+func TestAmbientRowsThatFailToPostGoBackToRetryNamedAndLandWhenReplayed(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	require.NoError(t, h.exp.pushMetrics(ctx, gauges(trainRun("r1"), map[int64]map[string]float64{1: {"loss": 0.5}})))
+	h.platform.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: http.StatusServiceUnavailable}, rfttest.Fault{Status: http.StatusServiceUnavailable})
+	err := h.exp.pushMetrics(ctx, hostMemory(map[string]string{"prime.run.key": "r1"}, ambientT0, 0.25))
+	require.Error(t, err)
+	var retry consumererror.Metrics
+	require.ErrorAs(t, err, &retry)
+	md := retry.Data()
+	require.Equal(t, 1, md.ResourceMetrics().Len())
+	assert.Equal(t, "prime.ambient", md.ResourceMetrics().At(0).ScopeMetrics().At(0).Scope().Name(), "handed back named")
+	require.NoError(t, h.exp.pushMetrics(ctx, md))
+	assert.Equal(t, map[float64]map[string]float64{0: {"system/memory.percent": 25}}, timeRows(t, h))
 }

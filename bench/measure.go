@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/primeintellect/primeexporter/internal/freeport"
+
+	"github.com/primeintellect/primeexporter/bench/internal/procstat"
 )
 
 // result is one measured run of one configuration.
@@ -65,7 +67,7 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 	defer c.stop()
 
 	var profiled <-chan error
-	cpu0, err := cpuTimes(c.pids())
+	cpu0, err := procstat.CPUTimes(c.pids())
 	if err != nil {
 		return result{}, err
 	}
@@ -93,14 +95,14 @@ func measure(ctx context.Context, o runOptions, l *load, config string, mode ove
 	if err != nil {
 		return result{}, fmt.Errorf("%s: %d of %d episodes landed: %w\n%s", name, landed, l.spec.episodes, err, diagnose(ctx, tel, c))
 	}
-	cpu1, err := cpuTimes(c.pids())
+	cpu1, err := procstat.CPUTimes(c.pids())
 	if err != nil {
 		return result{}, err
 	}
 	if ownErr != nil {
 		return result{}, ownErr
 	}
-	hwm, err := peakRSSes(c.pids())
+	hwm, err := procstat.PeakRSSes(c.pids())
 	if err != nil {
 		return result{}, err
 	}

@@ -195,7 +195,7 @@ func containerEnv(env []corev1.EnvVar) map[string]string {
 	for _, e := range env {
 		switch {
 		case e.ValueFrom == nil:
-			out[e.Name] = e.Value
+			out[e.Name] = expandEnvRefs(e.Value, out)
 		case e.ValueFrom.SecretKeyRef != nil:
 			out[e.Name] = "placeholder-" + e.ValueFrom.SecretKeyRef.Key
 		case e.ValueFrom.FieldRef != nil:
@@ -205,6 +205,15 @@ func containerEnv(env []corev1.EnvVar) map[string]string {
 		}
 	}
 	return out
+}
+
+// expandEnvRefs replaces $(NAME) with the value of a variable declared
+// before it, as the kubelet does; other references stay as they are.
+func expandEnvRefs(v string, declared map[string]string) string {
+	for name, val := range declared {
+		v = strings.ReplaceAll(v, "$("+name+")", val)
+	}
+	return v
 }
 
 // portNumber resolves a probe's or Service's port (a number or a container

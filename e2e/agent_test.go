@@ -53,38 +53,75 @@ func agentBinary(t *testing.T) string {
 	return agent
 }
 
-func TestTheAgentRoutesEveryRunWholeToOneGateway(t *testing.T) {
-	otelcol, trainer := binaries(t)
-	agentBin := agentBinary(t)
+// agentTier is the shipped agent (deploy/agent.yaml and the overlays
+// given) in front of two offline gateways.
+type agentTier struct {
+	agent    *collector
+	http     string // the agent's OTLP/HTTP receiver
+	gateways [2]agentGateway
+}
+
+type agentGateway struct {
+	c    *collector
+	dir  string
+	grpc string
+}
+
+func startAgentTier(t *testing.T, overlays []string, env ...string) *agentTier {
+	t.Helper()
+	otelcol, _ := binaries(t)
 	agentConfig, err := os.ReadFile(filepath.Join("..", "deploy", "agent.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	type gateway struct {
-		c    *collector
-		dir  string
-		grpc string
-	}
 	auth := newFleetAuth(t)
-	var gateways [2]gateway
-	for i := range gateways {
-		g := &gateways[i]
+	tier := &agentTier{http: freeAddr(t)}
+	for i := range tier.gateways {
+		g := &tier.gateways[i]
 		g.dir, g.grpc = t.TempDir(), freeAddr(t)
 		g.c = startCollector(t, otelcol, agentGatewayConfig(t), append(auth.gatewayEnv(),
 			"PRIME_OTLP_GRPC="+g.grpc, "PRIME_OTLP_HTTP="+freeAddr(t), "PRIME_OFFLINE_DIR="+g.dir)...)
 	}
 	_, metricsPort, _ := net.SplitHostPort(freeAddr(t))
-	agentHTTP := freeAddr(t)
-	agent := startCollector(t, agentBin, string(agentConfig), append(auth.agentEnv(),
-		"PRIME_OTLP_HTTP="+agentHTTP, "PRIME_OTLP_GRPC="+freeAddr(t),
-		"PRIME_GATEWAYS="+gateways[0].grpc+","+gateways[1].grpc,
-		"PRIME_AGENT_STORAGE="+t.TempDir(), "PRIME_AGENT_METRICS_PORT="+metricsPort)...)
-	outputs := func() string {
-		return "--- agent ---\n" + agent.out.String() +
-			"\n--- gateway 0 ---\n" + gateways[0].c.out.String() +
-			"\n--- gateway 1 ---\n" + gateways[1].c.out.String()
+	tier.agent = startCollectorWith(t, agentBinary(t), string(agentConfig), overlays, append(append(auth.agentEnv(),
+		"PRIME_OTLP_HTTP="+tier.http, "PRIME_OTLP_GRPC="+freeAddr(t),
+		"PRIME_GATEWAYS="+tier.gateways[0].grpc+","+tier.gateways[1].grpc,
+		"PRIME_AGENT_STORAGE="+t.TempDir(), "PRIME_AGENT_METRICS_PORT="+metricsPort), env...)...)
+	return tier
+}
+
+// outputs is every process's output, for failure messages.
+func (a *agentTier) outputs() string {
+	return "--- agent ---\n" + a.agent.out.String() +
+		"\n--- gateway 0 ---\n" + a.gateways[0].c.out.String() +
+		"\n--- gateway 1 ---\n" + a.gateways[1].c.out.String()
+}
+
+// completed counts the runs completed across the gateways.
+func (a *agentTier) completed(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for _, g := range a.gateways {
+		for _, r := range agentRunDirs(t, g.dir) {
+			if r.Status == "completed" {
+				n++
+			}
+		}
 	}
+	return n
+}
+
+func (a *agentTier) stop() {
+	a.agent.stop()
+	for _, g := range a.gateways {
+		g.c.stop()
+	}
+}
+
+func TestTheAgentRoutesEveryRunWholeToOneGateway(t *testing.T) {
+	_, trainer := binaries(t)
+	tier := startAgentTier(t, nil)
+	gateways, agentHTTP, outputs := tier.gateways, tier.http, tier.outputs
 
 	// Every run at once, each from its own trainer process, with its own
 	// prime.run.key (and prime.run.name, which names it in run.json).
@@ -115,21 +152,8 @@ func TestTheAgentRoutesEveryRunWholeToOneGateway(t *testing.T) {
 	}
 
 	// Wait for every run's close-out, wherever it landed.
-	eventually(t, "every run completed on a gateway", func() bool {
-		completed := 0
-		for _, g := range gateways {
-			for _, r := range agentRunDirs(t, g.dir) {
-				if r.Status == "completed" {
-					completed++
-				}
-			}
-		}
-		return completed >= agentRuns
-	}, outputs)
-	agent.stop()
-	for _, g := range gateways {
-		g.c.stop()
-	}
+	eventually(t, "every run completed on a gateway", func() bool { return tier.completed(t) >= agentRuns }, outputs)
+	tier.stop()
 
 	// Each run has exactly one directory on exactly one gateway: a signal
 	// routed elsewhere would have created the run a second time there.

@@ -25,6 +25,48 @@ func ambientConfig(t *testing.T) string {
 	})
 }
 
+// ambientRig is a node's collector against the fake platform, with
+// overlays and the env they read; its own metrics on metricsPort.
+type ambientRig struct {
+	platform    *rfttest.Server
+	c           *collector
+	addr        string // its OTLP/HTTP receiver
+	metricsPort string
+}
+
+func startAmbientRig(t *testing.T, otelcol string, overlays []string, env ...string) ambientRig {
+	t.Helper()
+	r := ambientRig{platform: rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}}), addr: freeAddr(t)}
+	t.Cleanup(r.platform.Close)
+	_, r.metricsPort, _ = strings.Cut(freeAddr(t), ":")
+	r.c = startCollectorWith(t, otelcol, ambientConfig(t), overlays, append([]string{
+		"PRIME_OTLP_HTTP=" + r.addr, "PRIME_API_BASE=" + r.platform.BaseURL() + "/rft", "PRIME_API_KEY=" + e2eKey,
+		"PRIME_METRICS_PORT=" + r.metricsPort, "PRIME_SYSTEM_INTERVAL=1s"}, env...)...)
+	return r
+}
+
+// completed waits for n runs, all completed, and returns them.
+func (r ambientRig) completed(t *testing.T, n int) []rfttest.Run {
+	t.Helper()
+	eventually(t, "the runs' close-outs", func() bool {
+		runs := r.platform.Runs()
+		done := 0
+		for _, run := range runs {
+			if run.Status == rfttest.StatusCompleted {
+				done++
+			}
+		}
+		return len(runs) == n && done == n
+	}, r.c.out.String)
+	return r.platform.Runs()
+}
+
+// rejected is the collector's count of records rejected for reason.
+func (r ambientRig) rejected(t *testing.T, reason string) float64 {
+	t.Helper()
+	return scrapeCounters(t, r.c, r.metricsPort).sum("otelcol_exporter_prime_records_rejected", "reason", reason)
+}
+
 // standIn serves a recorded /metrics text on a free loopback port.
 func standIn(t *testing.T, text []byte, seed int64) *scrapetest.Server {
 	t.Helper()
@@ -78,17 +120,12 @@ func runByName(t *testing.T, c *collector, platform *rfttest.Server, name string
 
 func TestTwoTrainerPodsOnOneNodeEachGetOnlyTheirOwnGPUs(t *testing.T) {
 	otelcol, trainer := binaries(t)
-	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}})
-	defer platform.Close()
 	// dcgm-exporter's text for one node's 4 GPUs: 0 and 1 held by pod
 	// trainer-a-0, 2 and 3 by trainer-b-0 (internal/scrapetest/testdata).
 	dcgm := standIn(t, scrapetest.DCGM4GPU2Pods, 1)
-	addr := freeAddr(t)
-	_, metricsPort, _ := strings.Cut(freeAddr(t), ":")
 	// A node's collector: no run key of its own, GPUs bound by pod.
-	c := startCollectorWith(t, otelcol, ambientConfig(t), []string{"deploy/gpu-metrics.yaml"},
-		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey,
-		"PRIME_METRICS_PORT="+metricsPort, "PRIME_DCGM_ENDPOINT="+dcgm.Addr(), "PRIME_SYSTEM_INTERVAL=1s")
+	rig := startAmbientRig(t, otelcol, []string{"deploy/gpu-metrics.yaml"}, "PRIME_DCGM_ENDPOINT="+dcgm.Addr())
+	platform, c, addr := rig.platform, rig.c, rig.addr
 
 	waitScrapes(t, c, dcgm, 3)
 	if n := len(platform.Runs()); n != 0 {
@@ -99,10 +136,7 @@ func TestTwoTrainerPodsOnOneNodeEachGetOnlyTheirOwnGPUs(t *testing.T) {
 		runTrainer(t, trainer, addr, "-run-key", "gpu-run-"+pod, "-run-name", "gpu-run-"+pod, "-pod", "rl/trainer-"+pod+"-0",
 			"-steps", "8", "-step-delay", "400ms", "-eval-every", "0")
 	}
-	eventually(t, "both runs' close-outs", func() bool {
-		runs := platform.Runs()
-		return len(runs) == 2 && runs[0].Status == rfttest.StatusCompleted && runs[1].Status == rfttest.StatusCompleted
-	}, c.out.String)
+	rig.completed(t, 2)
 
 	gpuOf := regexp.MustCompile(`^system/gpu\.(util_percent|memory_used_mib|memory_total_mib|memory_percent|power_w|temp_c|memory_util_percent|engine_active_percent)\{gpu=(\d),host=i-030791dc5a37cd257\}$`)
 	for pod, want := range map[string][]string{"a": {"0", "1"}, "b": {"2", "3"}} {
@@ -140,27 +174,17 @@ func TestTwoTrainerPodsOnOneNodeEachGetOnlyTheirOwnGPUs(t *testing.T) {
 
 func TestAVLLMServersMetricsGiveItsRunKVCacheQueueTokenRatesAndLatencyPercentiles(t *testing.T) {
 	otelcol, trainer := binaries(t)
-	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}})
-	defer platform.Close()
 	// A vLLM V1 server's recorded text, served so that its counters and
 	// histograms advance between scrapes.
 	vllm := standIn(t, scrapetest.VLLMV1, 2)
-	addr := freeAddr(t)
-	_, metricsPort, _ := strings.Cut(freeAddr(t), ":")
-	c := startCollectorWith(t, otelcol, ambientConfig(t), []string{"deploy/vllm-metrics.yaml"},
-		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey,
-		"PRIME_METRICS_PORT="+metricsPort, "PRIME_VLLM_ENDPOINT="+vllm.Addr(), "PRIME_RUN_KEY=vllm-run", "PRIME_SYSTEM_INTERVAL=1s")
+	rig := startAmbientRig(t, otelcol, []string{"deploy/vllm-metrics.yaml"}, "PRIME_VLLM_ENDPOINT="+vllm.Addr(), "PRIME_RUN_KEY=vllm-run")
+	c := rig.c
 
 	// The prometheus receiver's first scrapes come a few seconds apart
 	// (its discovery settles); these wait for the run.
 	waitScrapes(t, c, vllm, 3)
-	runTrainer(t, trainer, addr, "-run-key", "vllm-run", "-steps", "20", "-step-delay", "400ms", "-eval-every", "0")
-	eventually(t, "the run's close-out", func() bool {
-		runs := platform.Runs()
-		return len(runs) == 1 && runs[0].Status == rfttest.StatusCompleted
-	}, c.out.String)
-
-	run := platform.Runs()[0]
+	runTrainer(t, trainer, rig.addr, "-run-key", "vllm-run", "-steps", "20", "-step-delay", "400ms", "-eval-every", "0")
+	run := rig.completed(t, 1)[0]
 	keys, _ := systemKeys(run)
 	seen := func(key string) (positive bool) {
 		for _, row := range run.TimeMetrics {
@@ -208,18 +232,10 @@ func TestAVLLMServersMetricsGiveItsRunKVCacheQueueTokenRatesAndLatencyPercentile
 
 func TestAScrapeTargetThatIsDownOrAnswersGarbageIsCountedAndTheRunFlowsAsBefore(t *testing.T) {
 	otelcol, trainer := binaries(t)
-	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}})
-	defer platform.Close()
 	vllm := standIn(t, scrapetest.VLLMV1, 3)
-	addr := freeAddr(t)
-	_, metricsPort, _ := strings.Cut(freeAddr(t), ":")
-	c := startCollectorWith(t, otelcol, ambientConfig(t), []string{"deploy/vllm-metrics.yaml"},
-		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey,
-		"PRIME_METRICS_PORT="+metricsPort, "PRIME_VLLM_ENDPOINT="+vllm.Addr(), "PRIME_RUN_KEY=flaky-run", "PRIME_SYSTEM_INTERVAL=1s")
-
-	failed := func() float64 {
-		return scrapeCounters(t, c, metricsPort).sum("otelcol_exporter_prime_records_rejected", "reason", "scrape_failed")
-	}
+	rig := startAmbientRig(t, otelcol, []string{"deploy/vllm-metrics.yaml"}, "PRIME_VLLM_ENDPOINT="+vllm.Addr(), "PRIME_RUN_KEY=flaky-run")
+	c := rig.c
+	failed := func() float64 { return rig.rejected(t, "scrape_failed") }
 	if err := vllm.SetMode(scrapetest.Garbage); err != nil {
 		t.Fatal(err)
 	}
@@ -234,12 +250,8 @@ func TestAScrapeTargetThatIsDownOrAnswersGarbageIsCountedAndTheRunFlowsAsBefore(
 		t.Fatal(err)
 	}
 
-	runTrainer(t, trainer, addr, "-run-key", "flaky-run", "-steps", "8", "-step-delay", "300ms", "-eval-every", "0")
-	eventually(t, "the run's close-out", func() bool {
-		runs := platform.Runs()
-		return len(runs) == 1 && runs[0].Status == rfttest.StatusCompleted
-	}, c.out.String)
-	run := platform.Runs()[0]
+	runTrainer(t, trainer, rig.addr, "-run-key", "flaky-run", "-steps", "8", "-step-delay", "300ms", "-eval-every", "0")
+	run := rig.completed(t, 1)[0]
 	for step := int64(1); step <= 8; step++ {
 		if _, ok := run.Metrics[step]["loss"]; !ok {
 			fatalf(t, c, "step %d lost its loss while a scrape target failed", step)
@@ -255,8 +267,6 @@ func TestAScrapeTargetThatIsDownOrAnswersGarbageIsCountedAndTheRunFlowsAsBefore(
 
 func TestALabelThatChangesEveryScrapeStopsAtTheRunsKeyCapWithACount(t *testing.T) {
 	otelcol, trainer := binaries(t)
-	platform := rfttest.NewServer(rfttest.Options{APIKey: e2eKey, AllowedTeams: []string{"team-e2e"}})
-	defer platform.Close()
 	vllm := standIn(t, scrapetest.VLLMV1, 4)
 	if err := vllm.SetChurn("vllm:engine_sleep_state", "request_id", 1); err != nil {
 		t.Fatal(err)
@@ -295,28 +305,20 @@ service:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	_, metricsPort, _ := strings.Cut(freeAddr(t), ":")
-	c := startCollectorWith(t, otelcol, ambientConfig(t), []string{overlay},
-		"PRIME_OTLP_HTTP="+addr, "PRIME_API_BASE="+platform.BaseURL()+"/rft", "PRIME_API_KEY="+e2eKey,
-		"PRIME_METRICS_PORT="+metricsPort, "PRIME_VLLM_ENDPOINT="+vllm.Addr())
-
+	rig := startAmbientRig(t, otelcol, []string{overlay}, "PRIME_VLLM_ENDPOINT="+vllm.Addr())
+	c := rig.c
 	waitScrapes(t, c, vllm, 3)
-	runTrainer(t, trainer, addr, "-run-key", "churn-run", "-steps", "12", "-step-delay", "400ms", "-eval-every", "0")
-	eventually(t, "the run's close-out", func() bool {
-		runs := platform.Runs()
-		return len(runs) == 1 && runs[0].Status == rfttest.StatusCompleted
-	}, c.out.String)
-	run := platform.Runs()[0]
+	runTrainer(t, trainer, rig.addr, "-run-key", "churn-run", "-steps", "12", "-step-delay", "400ms", "-eval-every", "0")
+	run := rig.completed(t, 1)[0]
 	keys, _ := systemKeys(run)
-	if cs := scrapeCounters(t, c, metricsPort); len(keys) != 5 {
+	if cs := scrapeCounters(t, c, rig.metricsPort); len(keys) != 5 {
 		t.Logf("rejected %v", cs.byReason("otelcol_exporter_prime_records_rejected"))
 		fatalf(t, c, "the run holds %d ambient keys, want the cap's 5: %v", len(keys), slices.Sorted(maps.Keys(keys)))
 	}
 	if !keys["system/vllm.requests_running{engine=0}"] {
 		fatalf(t, c, "the steady key was crowded out: %v", slices.Sorted(maps.Keys(keys)))
 	}
-	capped := scrapeCounters(t, c, metricsPort).sum("otelcol_exporter_prime_records_rejected", "reason", "ambient_key_cap")
+	capped := rig.rejected(t, "ambient_key_cap")
 	if capped < 2 {
 		fatalf(t, c, "ambient_key_cap counted %v, want a key dropped at each later scrape", capped)
 	}

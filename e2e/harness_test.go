@@ -163,14 +163,20 @@ func (c *collector) stop() {
 // runTrainer plays a demo run against the collector.
 func runTrainer(t *testing.T, trainer, addr string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, trainer, append([]string{"-endpoint", addr}, args...)...)
-	out, err := cmd.CombinedOutput()
+	out, err := runTrainerErr(trainer, addr, args...)
 	if err != nil {
 		t.Fatalf("demo trainer failed: %v\n%s", err, out)
 	}
-	return string(out)
+	return out
+}
+
+// runTrainerErr is runTrainer for a goroutine of its own: it returns the
+// failure rather than failing the test.
+func runTrainerErr(trainer, addr string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, trainer, append([]string{"-endpoint", addr}, args...)...).CombinedOutput()
+	return string(out), err
 }
 
 // eventually polls cond until it holds or the deadline passes.

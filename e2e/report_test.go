@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +13,11 @@ import (
 	"testing"
 )
 
-// demoRun plays the demo trainer through the built collector on the demo
-// config (testdata/demo-offline.yaml: the default cadence, a sample table
-// every 10th step) and returns the run directory once the run has ended.
+// demoRun plays the demo trainer through the built collector as
+// scripts/demo.sh does: the demo config (testdata/demo-offline.yaml: the
+// default cadence, a sample table every 10th step) with the system metrics
+// overlay sampling every second, and returns the run directory once the
+// run has ended.
 func demoRun(t *testing.T, trainerArgs ...string) string {
 	t.Helper()
 	otelcol, trainer := binaries(t)
@@ -22,9 +25,15 @@ func demoRun(t *testing.T, trainerArgs ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runKey := "demo-run"
+	if i := slices.Index(trainerArgs, "-run-key"); i >= 0 && i+1 < len(trainerArgs) {
+		runKey = trainerArgs[i+1]
+	}
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	c := startCollector(t, otelcol, string(config), "PRIME_OTLP_HTTP="+addr, "PRIME_OTLP_GRPC="+freeAddr(t), "PRIME_OFFLINE_DIR="+dir)
+	c := startCollectorWith(t, otelcol, string(config), []string{"deploy/system-metrics.yaml"},
+		"PRIME_OTLP_HTTP="+addr, "PRIME_OTLP_GRPC="+freeAddr(t), "PRIME_OFFLINE_DIR="+dir,
+		"PRIME_RUN_KEY="+runKey, "PRIME_SYSTEM_INTERVAL=1s", "PRIME_SYSTEM_PROCESS=demotrainer")
 	runTrainer(t, trainer, addr, append([]string{"-step-delay", "2ms"}, trainerArgs...)...)
 	runDir := waitEnded(t, dir, c.out.String)
 	c.stop()
@@ -86,7 +95,8 @@ func metricPoints(t *testing.T, runDir string) map[string]int {
 }
 
 func TestTheDemoRunsReportShowsEveryMetricStep10sSamplesAndNoErrorsInChromium(t *testing.T) {
-	runDir := demoRun(t, "-steps", "30")
+	// As slow as scripts/demo.sh's, so that its process is sampled.
+	runDir := demoRun(t, "-steps", "30", "-step-delay", "150ms")
 	pages := writeReports(t, runDir)
 	if len(pages) != 1 || pages[0] != filepath.Join(runDir, "report.html") {
 		t.Fatalf("prime-sync report printed %v, want the run's report.html", pages)
@@ -114,6 +124,20 @@ func TestTheDemoRunsReportShowsEveryMetricStep10sSamplesAndNoErrorsInChromium(t 
 	for _, c := range p.charts(t) {
 		if c.Canvases == 0 {
 			t.Errorf("chart %s has no canvas after it was drawn", c.Name)
+		}
+	}
+
+	// The host's and the trainer process's metrics, sampled by the
+	// collector, are in the System section.
+	var families []string
+	p.eval(t, `[...document.querySelectorAll('#system .family')].map(f => f.dataset.family)`, &families)
+	if !slices.Equal(families, []string{"cpu", "memory", "disk", "network", "proc"}) {
+		t.Errorf("the System section's families are %v, want cpu, memory, disk, network and proc", families)
+	}
+	system := p.systemCharts(t)
+	for _, name := range []string{"cpu.percent", "memory.percent", "network.recv_mib_per_s", "network.sent_mib_per_s", "proc.rss_mib", "proc.cpu_percent"} {
+		if c, ok := system[name]; !ok || c.Family == "" {
+			t.Errorf("the System section has no %s chart: %v", name, slices.Sorted(maps.Keys(system)))
 		}
 	}
 

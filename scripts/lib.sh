@@ -54,7 +54,8 @@ build_sync() {
 # extension's), relative to the root.
 GENERATED=(metadata.yaml internal/metadata internal/metadatatest generated_component_test.go generated_package_test.go documentation.md
   primestatusextension/metadata.yaml primestatusextension/internal/metadata primestatusextension/generated_component_test.go primestatusextension/generated_package_test.go
-  primeauthextension/metadata.yaml primeauthextension/internal/metadata primeauthextension/generated_component_test.go primeauthextension/generated_package_test.go)
+  primeauthextension/metadata.yaml primeauthextension/internal/metadata primeauthextension/generated_component_test.go primeauthextension/generated_package_test.go
+  primeambientprocessor/metadata.yaml primeambientprocessor/internal/metadata primeambientprocessor/generated_component_test.go primeambientprocessor/generated_package_test.go)
 
 # generated_sums: a checksum line for each file of GENERATED (a missing
 # path is no error: go generate may be the one to make it).

@@ -58,10 +58,19 @@ func NewPods(max int) *Pods {
 	return &Pods{max: max, runs: map[string]string{}}
 }
 
-// Learn records that res, a trainer's resource, sends for runKey.
-func (p *Pods) Learn(res pcommon.Resource, runKey string) {
+// Learn records that the pod of res, a trainer's resource, sends for the
+// run runKey names; runKey is asked only when res names a pod, so that a
+// trainer outside Kubernetes pays for nothing but the look.
+func (p *Pods) Learn(res pcommon.Resource, runKey func() string) {
 	keys := PodKeys(res)
-	if len(keys) == 0 || runKey == "" {
+	if len(keys) == 0 {
+		return
+	}
+	p.learn(keys, runKey())
+}
+
+func (p *Pods) learn(keys []string, runKey string) {
+	if runKey == "" {
 		return
 	}
 	p.mu.Lock()

@@ -16,8 +16,8 @@ func res(attrs ...string) pcommon.Resource {
 
 func TestAGPUsPodFindsTheRunItsTrainerAnnouncedByNamespaceAndName(t *testing.T) {
 	p := NewPods(8)
-	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "trainer-a-0", "prime.run.key", "a"), "run-a")
-	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "trainer-b-0"), "run-b")
+	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "trainer-a-0", "prime.run.key", "a"), func() string { return "run-a" })
+	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "trainer-b-0"), func() string { return "run-b" })
 
 	// dcgm-exporter's labels, moved onto the resource by groupbyattrs.
 	if run, pod := p.Run(res("namespace", "rl", "pod", "trainer-b-0")); run != "run-b" || pod != "pod:rl/trainer-b-0" {
@@ -37,7 +37,7 @@ func TestAGPUsPodFindsTheRunItsTrainerAnnouncedByNamespaceAndName(t *testing.T) 
 
 func TestAPodUIDBindsAsWellAsItsName(t *testing.T) {
 	p := NewPods(8)
-	p.Learn(res("k8s.pod.uid", "0b6f", "k8s.namespace.name", "rl", "k8s.pod.name", "t-0"), "run-a")
+	p.Learn(res("k8s.pod.uid", "0b6f", "k8s.namespace.name", "rl", "k8s.pod.name", "t-0"), func() string { return "run-a" })
 	if run, _ := p.Run(res("k8s.pod.uid", "0b6f")); run != "run-a" {
 		t.Fatalf("by uid: %q", run)
 	}
@@ -48,8 +48,8 @@ func TestAPodUIDBindsAsWellAsItsName(t *testing.T) {
 
 func TestAPodReusedForALaterRunBindsToTheLaterOne(t *testing.T) {
 	p := NewPods(8)
-	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "t-0"), "run-1")
-	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "t-0"), "run-2")
+	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "t-0"), func() string { return "run-1" })
+	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "t-0"), func() string { return "run-2" })
 	if run, _ := p.Run(res("namespace", "rl", "pod", "t-0")); run != "run-2" {
 		t.Fatalf("got %q", run)
 	}
@@ -58,7 +58,7 @@ func TestAPodReusedForALaterRunBindsToTheLaterOne(t *testing.T) {
 func TestPodsRemembersAtMostItsBoundForgettingTheOldestFirst(t *testing.T) {
 	p := NewPods(2)
 	for _, name := range []string{"a", "b", "c"} {
-		p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", name), "run-"+name)
+		p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", name), func() string { return "run-" + name })
 	}
 	if run, _ := p.Run(res("namespace", "rl", "pod", "a")); run != "" {
 		t.Fatalf("the oldest pod is still known: %q", run)

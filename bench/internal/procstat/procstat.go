@@ -1,4 +1,6 @@
-package main
+// Package procstat reads a process's CPU time and peak resident size from
+// /proc, for the benchmarks that measure the collector from outside.
+package procstat
 
 import (
 	"bytes"
@@ -14,8 +16,8 @@ import (
 // by CONFIG_HZ), so there is no need for cgo's sysconf.
 const clockTick = 10 * time.Millisecond
 
-// cpuTime is the CPU a process has used so far, user and system.
-func cpuTime(pid int) (time.Duration, error) {
+// CPUTime is the CPU a process has used so far, user and system.
+func CPUTime(pid int) (time.Duration, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -41,8 +43,8 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * clockTick, nil
 }
 
-// peakRSS is a process's VmHWM, its largest resident size so far, in bytes.
-func peakRSS(pid int) (int64, error) {
+// PeakRSS is a process's VmHWM, its largest resident size so far, in bytes.
+func PeakRSS(pid int) (int64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -59,11 +61,11 @@ func peakRSS(pid int) (int64, error) {
 	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
 }
 
-// cpuTimes is the CPU time of every process of pids, together.
-func cpuTimes(pids []int) (time.Duration, error) {
+// CPUTimes is the CPU time of every process of pids, together.
+func CPUTimes(pids []int) (time.Duration, error) {
 	var sum time.Duration
 	for _, pid := range pids {
-		t, err := cpuTime(pid)
+		t, err := CPUTime(pid)
 		if err != nil {
 			return 0, err
 		}
@@ -72,12 +74,12 @@ func cpuTimes(pids []int) (time.Duration, error) {
 	return sum, nil
 }
 
-// peakRSSes is the peak resident size of every process of pids, added: a
+// PeakRSSes is the peak resident size of every process of pids, added: a
 // tier's memory is its processes'.
-func peakRSSes(pids []int) (int64, error) {
+func PeakRSSes(pids []int) (int64, error) {
 	var sum int64
 	for _, pid := range pids {
-		b, err := peakRSS(pid)
+		b, err := PeakRSS(pid)
 		if err != nil {
 			return 0, err
 		}
