@@ -186,16 +186,24 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	deps.Store = store
+	e.live = e.startBackend(ctx, b, rc, deps, traces)
+	e.registerStatus(host)
+	return nil
+}
+
+// startBackend completes b (its warn, closeIdle and ambient state set) with
+// the run registry on deps, restored and started, and the uploader: the one
+// assembly of a backend, the single key's and each tenant's. traces is nil
+// when documents do not go to Prime Traces.
+func (e *primeExporter) startBackend(ctx context.Context, b *backend, rc runs.Config, deps runs.Deps, traces platform.Traces) *backend {
 	b.reg, b.evals = runs.New(rc, deps, e.opts.runs...), deps.Evals
 	b.reg.Restore(ctx)
 	b.uploader = upload.New(upload.Config{
 		StepInterval: e.cfg.Samples.StepInterval, MaxEpisodeBytes: e.cfg.Samples.MaxEpisodeBytes, MaxObjectBytes: e.cfg.Samples.MaxObjectBytes,
 		Traces: traces, Exclusive: e.cfg.Traces.Routing == RoutingExclusive,
-	}, e.tel, warn)
+	}, e.tel, b.warn)
 	b.reg.Start()
-	e.live = b
-	e.registerStatus(host)
-	return nil
+	return b
 }
 
 // onlineBackend builds the platform client with the configured key.

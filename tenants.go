@@ -21,7 +21,6 @@ import (
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/tenant"
-	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -174,13 +173,8 @@ func (t *tenants) openLocked(ctx context.Context, user, key string) (*tenantBack
 	if deps.Store, err = t.store(ctx, user); err != nil {
 		return nil, err
 	}
-	b := &backend{warn: warn, evals: online, closeIdle: online.CloseIdleConnections, ambient: newAmbientState(t.e.cfg.Ambient)}
-	b.reg = runs.New(t.rc, deps, t.e.opts.runs...)
-	b.reg.Restore(ctx)
-	b.uploader = upload.New(upload.Config{
-		StepInterval: t.e.cfg.Samples.StepInterval, MaxEpisodeBytes: t.e.cfg.Samples.MaxEpisodeBytes, MaxObjectBytes: t.e.cfg.Samples.MaxObjectBytes,
-	}, t.e.tel, warn)
-	b.reg.Start()
+	// No Prime Traces: config.go refuses traces::enabled with tenants.
+	b := t.e.startBackend(ctx, &backend{warn: warn, closeIdle: online.CloseIdleConnections, ambient: newAmbientState(t.e.cfg.Ambient)}, t.rc, deps, nil)
 	tb := &tenantBackend{backend: b, online: online, key: key}
 	t.byUser[user] = tb
 	logger.Info("A new tenant: its runs go to the platform with its own key")
