@@ -26,7 +26,7 @@ type ambientState struct {
 	rows    *ambient.Rows
 }
 
-func newAmbientState(cfg AmbientConfig) *ambientState {
+func newAmbientState(cfg ambient.Config) *ambientState {
 	return &ambientState{
 		pods:    ambient.NewPods(cfg.MaxPods),
 		waiting: ambient.NewWaiting(cfg.Wait, cfg.MaxWaitingPoints, time.Now),

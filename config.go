@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
+	"github.com/primeintellect/primeexporter/internal/ambient"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/rft"
 )
@@ -85,12 +86,12 @@ type Config struct {
 	// Directory is where offline mode writes its runs.
 	Directory string `mapstructure:"directory"`
 
-	Run     RunConfig     `mapstructure:"run"`
-	Eval    EvalConfig    `mapstructure:"eval"`
-	Samples SamplesConfig `mapstructure:"samples"`
-	Metrics MetricsConfig `mapstructure:"metrics"`
-	Traces  TracesConfig  `mapstructure:"traces"`
-	Ambient AmbientConfig `mapstructure:"ambient"`
+	Run     RunConfig      `mapstructure:"run"`
+	Eval    EvalConfig     `mapstructure:"eval"`
+	Samples SamplesConfig  `mapstructure:"samples"`
+	Metrics MetricsConfig  `mapstructure:"metrics"`
+	Traces  TracesConfig   `mapstructure:"traces"`
+	Ambient ambient.Config `mapstructure:"ambient"`
 
 	// FinalizeGrace is how long after prime.run.end the run still accepts
 	// data, since metrics and logs travel in separate pipelines.
@@ -251,7 +252,7 @@ func (cfg *Config) Validate() error {
 	if err := cfg.Traces.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("traces: %w", err))
 	}
-	if err := cfg.Ambient.validate(); err != nil {
+	if err := cfg.Ambient.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := cfg.Tenants.validate(cfg); err != nil {

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
+	"github.com/primeintellect/primeexporter/internal/ambient"
 	"github.com/primeintellect/primeexporter/internal/metadata"
 	"github.com/primeintellect/primeexporter/internal/tenant"
 )
@@ -83,7 +84,7 @@ func createDefaultConfig() component.Config {
 		// Ambient data waits for a trainer that starts a few minutes after
 		// its node's collector; 256 keys hold a node's host, process and 8
 		// GPUs' charts and an inference server's with room to spare.
-		Ambient: AmbientConfig{Wait: 5 * time.Minute, MaxWaitingPoints: 100_000, MaxKeys: 256, MaxPods: 4096},
+		Ambient: ambient.Config{Wait: 5 * time.Minute, MaxWaitingPoints: 100_000, MaxKeys: 256, MaxPods: 4096},
 		// Metrics and logs travel in separate pipelines: give the other
 		// signal time to deliver what was sent just before the end.
 		FinalizeGrace:   10 * time.Second,

@@ -1,4 +1,4 @@
-package primeexporter
+package ambient
 
 import (
 	"errors"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// AmbientConfig bounds ambient metrics: the host's, the trainer
+// Config bounds ambient metrics: the host's, the trainer
 // processes', the GPUs' and an inference server's, which join the run
-// their trainer opened and never open one (docs/system-metrics.md).
-type AmbientConfig struct {
+// their trainer opened and never open one (docs/system-metrics.md): the exporter's ambient::* keys.
+type Config struct {
 	// Wait is how long ambient data waits for its run to open (its
 	// trainer's first data) before it is dropped (ambient_no_run).
 	Wait time.Duration `mapstructure:"wait"`
@@ -25,8 +25,8 @@ type AmbientConfig struct {
 	MaxPods int `mapstructure:"max_pods"`
 }
 
-// validate is called by Config.Validate, which names the block.
-func (ac *AmbientConfig) validate() error {
+// Validate names each key out of range, under the exporter's ambient block.
+func (ac *Config) Validate() error {
 	var errs []error
 	if ac.Wait < 0 {
 		errs = append(errs, fmt.Errorf("ambient::wait must not be negative (0 drops ambient data that arrives before its run), got %s", ac.Wait))
