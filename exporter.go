@@ -60,9 +60,13 @@ type primeExporter struct {
 // backend is what start chose: the lifecycle, the uploader, and what to
 // release at shutdown.
 type backend struct {
-	reg       *runs.Registry
-	uploader  *upload.Uploader
-	evals     platform.Evals
+	reg      *runs.Registry
+	uploader *upload.Uploader
+	evals    platform.Evals
+	// objects and store are where the uploader puts sample objects and
+	// keeps their progress; store is the run registry's too.
+	objects   platform.Objects
+	store     registryStore
 	warn      *logonce.Logger
 	closeIdle func()
 	ambient   *ambientState
@@ -141,7 +145,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 			return err
 		}
 		e.logger.Info("Prime exporter is offline: runs are written to a local directory", zap.String("directory", e.cfg.Directory))
-		deps.API, deps.Evals, deps.Objects = off, off, off
+		deps.API, deps.Evals, b.objects = off, off, off
 		if e.cfg.Traces.Enabled {
 			traces = off
 		}
@@ -168,7 +172,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 		if err != nil {
 			return err
 		}
-		deps.API, deps.Evals, deps.Objects, deps.Refused, b.closeIdle = online, online, online, online.Refused, online.CloseIdleConnections
+		deps.API, deps.Evals, b.objects, deps.Refused, b.closeIdle = online, online, online, online.Refused, online.CloseIdleConnections
 		if e.cfg.Traces.Enabled {
 			t, err := e.onlineTraces()
 			if err != nil {
@@ -185,23 +189,25 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return err
 	}
-	deps.Store = store
+	b.store = store
 	e.live = e.startBackend(ctx, b, rc, deps, traces)
 	e.registerStatus(host)
 	return nil
 }
 
-// startBackend completes b (its warn, closeIdle and ambient state set) with
-// the run registry on deps, restored and started, and the uploader: the one
-// assembly of a backend, the single key's and each tenant's. traces is nil
-// when documents do not go to Prime Traces.
+// startBackend completes b (its warn, closeIdle, ambient state, objects and
+// store set) with the run registry on deps and b.store, restored and
+// started, and the uploader: the one assembly of a backend, the single
+// key's and each tenant's. traces is nil when documents do not go to Prime
+// Traces.
 func (e *primeExporter) startBackend(ctx context.Context, b *backend, rc runs.Config, deps runs.Deps, traces platform.Traces) *backend {
+	deps.Store = b.store
 	b.reg, b.evals = runs.New(rc, deps, e.opts.runs...), deps.Evals
 	b.reg.Restore(ctx)
 	b.uploader = upload.New(upload.Config{
 		StepInterval: e.cfg.Samples.StepInterval, MaxEpisodeBytes: e.cfg.Samples.MaxEpisodeBytes, MaxObjectBytes: e.cfg.Samples.MaxObjectBytes,
 		Traces: traces, Exclusive: e.cfg.Traces.Routing == RoutingExclusive,
-	}, e.tel, b.warn)
+	}, upload.NewObjects(b.objects, b.store, b.warn), e.tel, b.warn)
 	b.reg.Start()
 	return b
 }
@@ -299,7 +305,14 @@ func (e *primeExporter) outageOptions() []outage.Option {
 
 // openStore opens the storage extension's client, or says plainly what a
 // restart will cost without one.
-func (e *primeExporter) openStore(ctx context.Context, host component.Host) (runs.Store, error) {
+// registryStore keeps a backend's runs (runs.Store) and its sample
+// objects' uploads (upload.ObjectStore): runstore's stores are both.
+type registryStore interface {
+	runs.Store
+	upload.ObjectStore
+}
+
+func (e *primeExporter) openStore(ctx context.Context, host component.Host) (registryStore, error) {
 	if sr := e.cfg.SharedRegistry.Get(); sr != nil {
 		return e.sharedStore(ctx, sr.Redis)
 	}
@@ -341,7 +354,7 @@ func (e *primeExporter) storageExtension(host component.Host) (storage.Extension
 // use, so a Redis that is down at start holds back data, not the
 // collector; its outages are the exporter's component status, so that a
 // health check sees what holds the data back.
-func (e *primeExporter) sharedStore(ctx context.Context, rc RedisConfig) (runs.Store, error) {
+func (e *primeExporter) sharedStore(ctx context.Context, rc RedisConfig) (registryStore, error) {
 	var tlsConfig *tls.Config
 	if t := rc.TLS.Get(); t != nil {
 		var err error

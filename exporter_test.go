@@ -300,7 +300,7 @@ func TestAFullDiskIsARecoverableErrorStatusAndLosesNothingOnceSpaceComesBack(t *
 	require.NoError(t, second.exp.pushLogs(ctx, events(trainRun("full"), episode(10, "a"), episode(20, "c"), runEnd("completed", ""))))
 	run := second.waitStatus(second.onlyRun().ID, rfttest.StatusCompleted)
 	assert.Len(t, rs.platform.Runs(), 1, "the run created while the disk was full is remembered")
-	assert.Equal(t, []string{"step 10: q-a#0:0", "step 20: q-b#0:0", "step 20: q-c#1:0"}, objects(t, run),
+	assert.Equal(t, []string{"step 10: q-a#0:0", "step 20: q-b#0:0", "step 20: q-c#1024:0"}, objects(t, run),
 		"the episode delivered while the disk was full is not uploaded again, and its range is not reused")
 }
 

@@ -168,13 +168,14 @@ func (t *tenants) openLocked(ctx context.Context, user, key string) (*tenantBack
 	online := platform.NewOnline(c, quietHost{}, logger, t.e.outageOptions()...).ForTenant()
 	warn := logonce.New(logger, 0)
 	deps := t.deps
-	deps.API, deps.Evals, deps.Objects, deps.Refused = online, online, online, online.Refused
+	deps.API, deps.Evals, deps.Refused = online, online, online.Refused
 	deps.Logger, deps.Warn = logger, warn
-	if deps.Store, err = t.store(ctx, user); err != nil {
+	store, err := t.store(ctx, user)
+	if err != nil {
 		return nil, err
 	}
 	// No Prime Traces: config.go refuses traces::enabled with tenants.
-	b := t.e.startBackend(ctx, &backend{warn: warn, closeIdle: online.CloseIdleConnections, ambient: newAmbientState(t.e.cfg.Ambient)}, t.rc, deps, nil)
+	b := t.e.startBackend(ctx, &backend{warn: warn, closeIdle: online.CloseIdleConnections, ambient: newAmbientState(t.e.cfg.Ambient), objects: online, store: store}, t.rc, deps, nil)
 	tb := &tenantBackend{backend: b, online: online, key: key}
 	t.byUser[user] = tb
 	logger.Info("A new tenant: its runs go to the platform with its own key")
@@ -196,7 +197,7 @@ func (t *tenants) rekeyLocked(ctx context.Context, tb *tenantBackend, key string
 // store is a tenant's run registry's store: a storage client of its own
 // (named by a digest of the user id, which may hold any character), or
 // memory without storage.
-func (t *tenants) store(ctx context.Context, user string) (runs.Store, error) {
+func (t *tenants) store(ctx context.Context, user string) (registryStore, error) {
 	if t.se == nil {
 		return runstore.NewMemStore(), nil
 	}

@@ -310,7 +310,7 @@ func TestACollectorStartsOnDamagedStorageAndRecoversOrLeavesOutEachRunWithOneLin
 	// The damage, written into the bbolt file as a disk would.
 	runsFile := filepath.Join(storage, "exporter_prime__runs")
 	patchBolt(t, runsFile, "runs", func(v []byte) []byte { return v[:len(v)-3] })
-	patchBolt(t, runsFile, "run/key\x00cut-tail", truncateAt(`"ranges":{"2"`))
+	patchBolt(t, runsFile, "run/key\x00cut-tail", truncateAt(`"ranges_from":`))
 	patchBolt(t, runsFile, "run/key\x00garbled", garbleAt(`"team"`))
 	patchBolt(t, runsFile, "deliveredsteps/key\x00stepindex", func(v []byte) []byte { v[len(v)-1] ^= 0xff; return v })
 

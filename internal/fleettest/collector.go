@@ -24,19 +24,24 @@ type Collector struct {
 	Reg  *runs.Registry
 	Logs *observer.ObservedLogs
 	Tel  *Tally
+	// Objects and Store are where an uploader of this collector puts and
+	// keeps its sample objects: api, when it stores objects, and store.
+	Objects platform.Objects
+	Store   runs.Store
 
 	t    testing.TB
 	once sync.Once // Shutdown or Crash
 }
 
-// NewCollector builds the registry on api (its Objects and Evals too,
+// NewCollector builds the registry on api (its Evals too,
 // where api has them) and store, restores what store holds and starts it,
 // as the exporter's start does.
 func NewCollector(t testing.TB, cfg runs.Config, api platform.Runs, store runs.Store, opts ...runs.Option) *Collector {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	logger := zap.New(core)
-	c := &Collector{Logs: logs, Tel: &Tally{}, t: t}
+	c := &Collector{Logs: logs, Tel: &Tally{}, Store: store, t: t}
+	c.Objects, _ = api.(platform.Objects)
 	c.Reg = runs.New(cfg, withBackend(runs.Deps{API: api, Store: store, Logger: logger, Warn: logonce.New(logger, 0), Tel: c.Tel}), opts...)
 	c.Reg.Restore(context.Background())
 	c.Reg.Start()
@@ -44,12 +49,9 @@ func NewCollector(t testing.TB, cfg runs.Config, api platform.Runs, store runs.S
 	return c
 }
 
-// withBackend adds api's other roles to deps, as the online backend plays
-// them all.
+// withBackend adds api's evaluations role to deps, as the online backend
+// plays it too.
 func withBackend(deps runs.Deps) runs.Deps {
-	if o, ok := deps.API.(platform.Objects); ok {
-		deps.Objects = o
-	}
 	if e, ok := deps.API.(platform.Evals); ok {
 		deps.Evals = e
 	}

@@ -34,7 +34,7 @@ func Config(edits ...func(*runs.Config)) runs.Config {
 	return cfg
 }
 
-// Start builds a run registry on api (its Objects and Evals too, where api
+// Start builds a run registry on api (its Evals too, where api
 // has them) and store, restores what store holds and
 // starts it, as the exporter's start does. The caller shuts it down.
 func Start(cfg runs.Config, api platform.Runs, store runs.Store, logger *zap.Logger, tel runs.Telemetry) *runs.Registry {
@@ -49,8 +49,11 @@ func Start(cfg runs.Config, api platform.Runs, store runs.Store, logger *zap.Log
 type Node struct {
 	Reg   *runs.Registry
 	Store *runstore.RedisStore
-	Logs  *observer.ObservedLogs
-	Tel   *Tally
+	// Objects is where an uploader of this node puts sample objects: api,
+	// when it stores objects.
+	Objects platform.Objects
+	Logs    *observer.ObservedLogs
+	Tel     *Tally
 	// Health receives what the store reports to the collector's status:
 	// an error when Redis stops answering, nil when it is back.
 	Health chan error
@@ -66,6 +69,7 @@ func NewNode(t testing.TB, srv *redistest.Server, api platform.Runs, edits ...fu
 	core, logs := observer.New(zapcore.DebugLevel)
 	logger := zap.New(core)
 	n := &Node{Logs: logs, Tel: &Tally{}, Health: make(chan error, 16), t: t}
+	n.Objects, _ = api.(platform.Objects)
 	health := func(err error) {
 		select {
 		case n.Health <- err:

@@ -57,6 +57,7 @@ func (k *keyCheck) SetStatus(ctx context.Context, runID string, status rft.Statu
 	return k.note(k.Platform.SetStatus(ctx, runID, status, message))
 }
 
-func (k *keyCheck) Store(ctx context.Context, runID string, obj platform.Object, body []byte, save func(platform.Object)) error {
-	return k.note(k.Platform.Store(ctx, runID, obj, body, save))
+func (k *keyCheck) Advance(ctx context.Context, runID string, obj platform.Object, body []byte) (platform.Object, bool, error) {
+	next, done, err := k.Platform.Advance(ctx, runID, obj, body)
+	return next, done, k.note(err)
 }

@@ -273,22 +273,24 @@ func (s *runSync) uploadObject(ctx context.Context, o objectFile) error {
 	if err != nil {
 		return s.objectDone(o, entry, 0, fmt.Errorf("%s: %w", o.Name, err))
 	}
-	var saveErr error
 	err = s.retry(ctx, func() error {
-		return s.opts.Platform.Store(ctx, s.j.RunID, obj, raw, func(p platform.Object) {
-			obj = p
+		for {
+			next, done, err := s.opts.Platform.Advance(ctx, s.j.RunID, obj, raw)
+			if err != nil || done {
+				return err
+			}
+			obj = next
 			s.mu.Lock()
-			entry.progress(p)
+			entry.progress(next)
 			s.mu.Unlock()
 			// Flushed once the PUT is done, before the confirm: from
 			// then on the key must never be forgotten, or a new key could
 			// land the rows twice. Losing a presign only orphans a URL.
-			saveErr = cmp.Or(saveErr, s.journal.commit(p.Put))
-		})
+			if err := s.journal.commit(next.Put); err != nil {
+				return err
+			}
+		}
 	})
-	if err == nil {
-		err = saveErr
-	}
 	switch {
 	case err == nil:
 		return s.objectDone(o, entry, int64(len(raw)), nil)

@@ -81,7 +81,9 @@ func offlineRun(t *testing.T, team string, objectSteps []int64, end func(context
 		var buf bytes.Buffer
 		ep := sampletable.Episode{Step: step, Trajectory: `[{"role":"user"}]`, Prompt: "p", CreatedAt: time.Unix(1, 0).UTC()}
 		require.NoError(t, sampletable.NewEncoder().Encode(&buf, run.ID, step, int64(i), []sampletable.Episode{ep}))
-		require.NoError(t, off.Store(ctx, run.ID, platform.Object{Step: step, Range: int64(i)}, buf.Bytes(), nil))
+		_, done, err := off.Advance(ctx, run.ID, platform.Object{Step: step, Range: int64(i)}, buf.Bytes())
+		require.NoError(t, err)
+		require.True(t, done, "an offline object is written in one stage")
 	}
 	if end != nil {
 		end(ctx, off, run.ID)
@@ -131,13 +133,12 @@ type stopAfterPut struct {
 	cancel context.CancelFunc
 }
 
-func (s stopAfterPut) Store(ctx context.Context, runID string, obj platform.Object, body []byte, save func(platform.Object)) error {
-	return s.Online.Store(ctx, runID, obj, body, func(p platform.Object) {
-		save(p)
-		if p.Put {
-			s.cancel()
-		}
-	})
+func (s stopAfterPut) Advance(ctx context.Context, runID string, obj platform.Object, body []byte) (platform.Object, bool, error) {
+	if obj.Put {
+		s.cancel()
+		return obj, false, context.Canceled
+	}
+	return s.Online.Advance(ctx, runID, obj, body)
 }
 
 func TestAnObjectPutButNotConfirmedIsOnlyConfirmedByTheNextSync(t *testing.T) {

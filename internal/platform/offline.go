@@ -158,11 +158,12 @@ func (s *Offline) close(runID, status, message string, exitCode *int) error {
 	return s.writeRunLocked(r)
 }
 
-// Store writes the exact bytes an online upload would PUT to
-// <run>/samples/step_<step>_<range>.parquet. A file is one step: nothing
-// to resume, so save is never called.
-func (s *Offline) Store(_ context.Context, runID string, obj Object, body []byte, _ func(Object)) error {
-	return s.writeRunFile(runID, SamplesDir, fmt.Sprintf("step_%d_%d.parquet", obj.Step, obj.Range), body)
+// Advance writes the exact bytes an online upload would PUT to
+// <run>/samples/step_<step>_<range>.parquet: one stage, so the first is
+// the last (done), and there is no progress to save.
+func (s *Offline) Advance(_ context.Context, runID string, obj Object, body []byte) (Object, bool, error) {
+	err := s.writeRunFile(runID, SamplesDir, fmt.Sprintf("step_%d_%d.parquet", obj.Step, obj.Range), body)
+	return obj, err == nil, err
 }
 
 // writeRunFile replaces <run>/<sub>/<name> atomically, making the run's

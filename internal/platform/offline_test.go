@@ -23,7 +23,7 @@ func TestOfflineWritesTheBodiesTheOnlinePathWouldSend(t *testing.T) {
 	run, err := off.CreateRun(ctx, rft.CreateRunRequest{BaseModel: "m", Environments: []rft.Environment{}, TeamID: "team-1"}, origin)
 	require.NoError(t, err)
 	require.NoError(t, off.PostMetrics(ctx, run.ID, map[string]float64{"step": 1, "loss": 0.5}))
-	require.NoError(t, off.Store(ctx, run.ID, Object{Step: 10, Range: 2}, []byte("PAR1…"), func(Object) { t.Fatal("a file has no progress to save") }))
+	require.NoError(t, store(ctx, off, run.ID, Object{Step: 10, Range: 2}, []byte("PAR1…"), func(Object) { t.Fatal("a file has no progress to save") }))
 	require.NoError(t, off.Finalize(ctx, run.ID, 0))
 	require.NoError(t, off.SetStatus(ctx, run.ID, rft.StatusFailed, "late"), "a closed run stays as it is")
 

@@ -208,30 +208,31 @@ func (o *Online) SetStatus(ctx context.Context, runID string, status rft.Status,
 	return o.guard(ctx, func() error { return o.client().SetStatus(ctx, runID, status, message) })
 }
 
-// Store runs presign → PUT → confirm, resuming from obj: a URL still
-// valid is used again, and after a successful PUT only the confirm is
-// left. The PUT is not guarded: a 401 from object storage says nothing
-// about the API key.
-func (o *Online) Store(ctx context.Context, runID string, obj Object, body []byte, save func(Object)) error {
+// Advance makes the object's next call: a presign when it has no URL, or
+// one about to expire before its PUT; else the PUT; after the PUT, the
+// confirm (done). A URL still valid is used again, and after a successful
+// PUT only the confirm is left. The PUT is not guarded: a 401 from object
+// storage says nothing about the API key.
+func (o *Online) Advance(ctx context.Context, runID string, obj Object, body []byte) (Object, bool, error) {
 	now := time.Now()
-	if obj.Key == "" || (!obj.Put && obj.expired(now)) {
+	switch {
+	case obj.Key == "" || (!obj.Put && obj.expired(now)):
 		var p rft.Presigned
 		if err := o.guard(ctx, func() (err error) {
 			p, err = o.client().Presign(ctx, runID, obj.Step) // replayable: only mints a URL
 			return err
 		}); err != nil {
-			return err
+			return obj, false, err
 		}
 		obj.URL, obj.Key, obj.PresignedAt, obj.ExpiresIn, obj.Put = p.URL, p.Key, now, p.ExpiresIn, false
-		save(obj)
-	}
-	if !obj.Put {
+		return obj, false, nil
+	case !obj.Put:
 		if err := watched(o.objects, func() error { return o.client().Put(ctx, obj.URL, body) }); err != nil {
-			return err
+			return obj, false, err
 		}
 		obj.Put = true
-		save(obj)
+		return obj, false, nil
 	}
 	// Replayable: a second confirm of a key changes nothing.
-	return o.guard(ctx, func() error { return o.client().Confirm(ctx, runID, obj.Step, obj.Key) })
+	return obj, true, o.guard(ctx, func() error { return o.client().Confirm(ctx, runID, obj.Step, obj.Key) })
 }

@@ -36,7 +36,7 @@ func TestAStoreResumesFromTheProgressAnEarlierAttemptSaved(t *testing.T) {
 
 	var saved []Object
 	srv.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 400})
-	err := o.Store(ctx, "run-1", Object{Step: 10}, []byte("body"), func(obj Object) { saved = append(saved, obj) })
+	err := store(ctx, o, "run-1", Object{Step: 10}, []byte("body"), func(obj Object) { saved = append(saved, obj) })
 	require.Error(t, err)
 	require.Len(t, saved, 2, "the presign, then the PUT")
 	assert.NotEmpty(t, saved[0].Key)
@@ -44,7 +44,7 @@ func TestAStoreResumesFromTheProgressAnEarlierAttemptSaved(t *testing.T) {
 	assert.True(t, saved[1].Put)
 
 	before := len(srv.Requests())
-	require.NoError(t, o.Store(ctx, "run-1", saved[1], []byte("body"), func(Object) { t.Fatal("nothing new to save") }))
+	require.NoError(t, store(ctx, o, "run-1", saved[1], []byte("body"), func(Object) { t.Fatal("nothing new to save") }))
 	after := srv.Requests()[before:]
 	require.Len(t, after, 1, "only the confirm is left")
 	assert.Contains(t, after[0].Path, "confirm")
@@ -60,7 +60,7 @@ func TestAnExpiredURLIsPresignedAgainUnlessThePUTWentThrough(t *testing.T) {
 	srv.AddRun("run-1")
 	stale := Object{Step: 10, URL: "http://127.0.0.1:1/gone", Key: "old", PresignedAt: time.Now().Add(-time.Hour), ExpiresIn: 15 * time.Minute}
 	var saved []Object
-	require.NoError(t, o.Store(context.Background(), "run-1", stale, []byte("b"), func(obj Object) { saved = append(saved, obj) }))
+	require.NoError(t, store(context.Background(), o, "run-1", stale, []byte("b"), func(obj Object) { saved = append(saved, obj) }))
 	require.NotEmpty(t, saved)
 	assert.NotEqual(t, "old", saved[0].Key, "a fresh key")
 }
@@ -78,7 +78,7 @@ func TestA401StopsEveryCallWithoutARequest(t *testing.T) {
 	before := len(srv.Requests())
 	assert.ErrorIs(t, o.PostMetrics(ctx, "run-1", map[string]float64{"step": 1}), ErrUnauthorized)
 	assert.ErrorIs(t, o.Finalize(ctx, "run-1", 0), ErrUnauthorized)
-	assert.ErrorIs(t, o.Store(ctx, "run-1", Object{Step: 1}, nil, func(Object) {}), ErrUnauthorized)
+	assert.ErrorIs(t, store(ctx, o, "run-1", Object{Step: 1}, nil, func(Object) {}), ErrUnauthorized)
 	assert.Len(t, srv.Requests(), before, "no request after the refusal")
 }
 
@@ -142,17 +142,17 @@ func TestAnObjectStorageOutageIsWatchedApartFromTheAPI(t *testing.T) {
 	ctx := context.Background()
 
 	srv.Inject(rfttest.RoutePut, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
-	require.Error(t, o.Store(ctx, "run-1", Object{Step: 1}, []byte("b"), func(Object) {}), "presign lands, the PUT fails")
+	require.Error(t, store(ctx, o, "run-1", Object{Step: 1}, []byte("b"), func(Object) {}), "presign lands, the PUT fails")
 	require.NoError(t, o.PostMetrics(ctx, "run-1", map[string]float64{"step": 1, "loss": 1}))
 	now.Add(int64(61 * time.Second))
-	require.Error(t, o.Store(ctx, "run-1", Object{Step: 2}, []byte("b"), func(Object) {}))
+	require.Error(t, store(ctx, o, "run-1", Object{Step: 2}, []byte("b"), func(Object) {}))
 	require.Equal(t, 1, logs.Len())
 	warning := logs.All()[0].ContextMap()
 	assert.Equal(t, "object storage", warning["service"])
 	assert.Equal(t, "put object", warning["routes"])
 	assert.Equal(t, int64(2), warning["failures"])
 
-	require.NoError(t, o.Store(ctx, "run-1", Object{Step: 3}, []byte("b"), func(Object) {}))
+	require.NoError(t, store(ctx, o, "run-1", Object{Step: 3}, []byte("b"), func(Object) {}))
 	require.Equal(t, 2, logs.Len())
 	assert.Equal(t, "Outage over: the service answers again", logs.All()[1].Message)
 	assert.Equal(t, "object storage", logs.All()[1].ContextMap()["service"])
@@ -172,4 +172,17 @@ func TestARefusalOrACancelledCallIsNoOutage(t *testing.T) {
 	}
 	require.NoError(t, o.PostMetrics(context.Background(), "run-1", map[string]float64{"step": 1, "loss": 1}))
 	assert.Zero(t, logs.Len(), "no outage began, so none ended")
+}
+
+// store takes obj through every stage, saving the progress between them,
+// as the uploader does.
+func store(ctx context.Context, objs Objects, runID string, obj Object, body []byte, save func(Object)) error {
+	for {
+		next, done, err := objs.Advance(ctx, runID, obj, body)
+		if err != nil || done {
+			return err
+		}
+		obj = next
+		save(obj)
+	}
 }

@@ -29,24 +29,13 @@ type Origin struct {
 }
 
 // Objects is where a step's sample object goes: presign → PUT → confirm
-// online, one file offline.
+// online, one file offline. Advance takes obj one stage on and returns how
+// far it got, done once the object is in the table. It keeps no state and
+// calls nothing back: the caller owns the object's life, and saves what
+// Advance returns between stages, so that a retry, or a restart with
+// storage, resumes the upload instead of repeating it.
 type Objects interface {
-	// Store puts body into the run's sample table as obj. save is called
-	// with obj's progress (a minted URL, a finished PUT) as soon as it is
-	// made, so that a retry, or a restart with storage, resumes the upload
-	// instead of repeating it.
-	Store(ctx context.Context, runID string, obj Object, body []byte, save func(Object)) error
-}
-
-// Pending is one sample object's upload as the run that owns it holds
-// it: its sample_id range, taken (and saved) before the object is encoded,
-// and Send, which stores the encoded body through Objects, records each
-// step of progress so that a retry or a restart resumes it, and on the
-// confirm marks episodes delivered and forgets the upload. The uploader
-// makes the object and hands it over; the run keeps the state.
-type Pending interface {
-	Range() int64
-	Send(ctx context.Context, body []byte, episodes []uint64) error
+	Advance(ctx context.Context, runID string, obj Object, body []byte) (next Object, done bool, err error)
 }
 
 // Object is one sample object on its way into a step's table: its step

@@ -21,9 +21,9 @@
 //   - A Lease is a push's hold on its run: PostSteps (metrics rows, a
 //     step's with de-duplication of values already sent, a time's as it
 //     comes), Delivered / MarkDelivered (the episodes a
-//     sink committed), Pending (an object's upload, from its sample_id
-//     range through platform.Objects to its confirm: the uploader hands
-//     the encoded body over and the run keeps the state), Count, End (prime.run.end), Release. Its callers
+//     sink committed), NextRange (a sample object's sample_id range; the
+//     object itself, to its confirm, is internal/upload's), Key (the run's
+//     key in the store), Count, End (prime.run.end), Release. Its callers
 //     take the few methods they use as interfaces of their own
 //     (upload.Ledger, the exporter's stepPoster).
 //   - MarkHandedBack and Settle track the data a push handed back to the
@@ -38,9 +38,9 @@
 //     of its fleet, picked from the store: solo (fleet_solo.go) for a
 //     Store, redisFleet (fleet_redis.go; its create and close-out in
 //     fleet_redis_create.go and fleet_redis_closeout.go) for a store that
-//     also plays the shared roles (holdStore, claimStore, counterStore,
-//     pendingStore). It covers a push's hold, the create and close-out
-//     claims, sample_id ranges, pending uploads, delivered episodes and
+//     also plays the shared roles (holdStore, claimStore, counterStore).
+//     It covers a push's hold, the create and close-out
+//     claims, sample_id ranges, delivered episodes and
 //     the run's record, the quiet checks a close-out waits on, and
 //     start/stop (the heartbeat), as six roles, each declared beside the
 //     part that uses it and held by that part alone (fleetRoles):
@@ -85,15 +85,17 @@
 //     finalize_timeout. It happens once per run. Collector shutdown finishes
 //     requested close-outs and closes no other run.
 //   - sample_id ranges: a run this process created counts its ranges per
-//     step from 0, for its newest 512 steps (maxRangeSteps, so the record
-//     saved with every object stays small); a late object of an older
-//     step, and any object of an attached run, draws at random from the
-//     upper half [2^20, 2^21), which no counter reaches. A range is
-//     taken once per object and kept with its pending upload, so a retry
-//     or a restart never reuses one nor leaves a gap. With a shared store
-//     the counter is the fleet's (below).
-//   - Everything that a restart must not forget (run id, end, ranges,
-//     pending uploads, delivered episodes) is written to the store before
+//     step from 0, for its newest steps (maxRangeSteps); a late object of
+//     an older step, and any object of an attached run, draws at random
+//     from the upper half [2^20, 2^21), which no counter reaches. Nothing
+//     is written per range: the run's record holds where its free ranges
+//     begin, and a process that restores the run counts every step in the
+//     band above (rangesBand), so a restart never reuses a range. An
+//     object keeps its range through retries and restarts under its own
+//     key (internal/upload). With a shared store the counter is the
+//     fleet's (below).
+//   - Everything that a restart must not forget (run id, end, where free
+//     ranges begin, delivered episodes) is written to the store before
 //     the step that depends on it goes on. A storage extension that
 //     refuses the write (a full disk) does not hold the step back: the
 //     write is kept in memory, answered from there, and written when
@@ -105,8 +107,7 @@
 //     redis_damage.go).
 //   - Memory is bounded and flat in a run's length: the sent values are
 //     exact for the newest 512 steps, then kept per key as ranges of sent
-//     steps (at most 256 a key; sentValues); pending uploads (256 per run)
-//     are an LRU cache; the delivered sets are the store's, bounded there
+//     steps (at most 256 a key; sentValues); the delivered sets are the store's, bounded there
 //     (runstore's package doc); and a closed
 //     run keeps only a small tombstone, so later data for it is refused
 //     rather than starting a new run.

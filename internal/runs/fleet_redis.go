@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
@@ -82,19 +81,11 @@ type counterStore interface {
 	Next(ctx context.Context, runKey, counter string) (int64, error)
 }
 
-// pendingStore keeps the pending uploads any collector can resume.
-type pendingStore interface {
-	Pending(ctx context.Context, runKey string, fp uint64) (runstore.SavedObject, bool, error)
-	SavePending(ctx context.Context, runKey string, fp uint64, so runstore.SavedObject) error
-	DropPending(ctx context.Context, runKey string, fp uint64) error
-}
-
 // sharedStore is a store's shared roles.
 type sharedStore struct {
 	holds    holdStore
 	claims   claimStore
 	counters counterStore
-	pending  pendingStore
 }
 
 // sharedOf takes the shared roles a store plays: all of them, or it is not
@@ -103,14 +94,13 @@ func sharedOf(s Store) (sharedStore, bool) {
 	h, ok1 := s.(holdStore)
 	c, ok2 := s.(claimStore)
 	n, ok3 := s.(counterStore)
-	p, ok4 := s.(pendingStore)
-	return sharedStore{holds: h, claims: c, counters: n, pending: p}, ok1 && ok2 && ok3 && ok4
+	return sharedStore{holds: h, claims: c, counters: n}, ok1 && ok2 && ok3
 }
 
 // redisFleet is the fleet of the collectors that share a store
 // (runstore.RedisStore): claims decide who creates and who closes out a run, holds
 // tell a close-out what data the fleet still has, ranges come from the
-// shared counter, and pending uploads are the fleet's. It owns the
+// shared counter. It owns the
 // collector's heartbeat, from start until stop.
 type redisFleet struct {
 	records
@@ -282,22 +272,6 @@ func (r *run) closedElsewhere() {
 	r.dropState()
 }
 
-// pending resumes an upload another collector started (and maybe PUT)
-// from its record. Without an answer from Redis, what this collector
-// remembers of it is used.
-func (f *redisFleet) pending(ctx context.Context, r *run, fp uint64) (platform.Object, bool) {
-	so, found, err := f.shared.pending.Pending(ctx, r.ident.key(), fp)
-	switch {
-	case err == nil && found:
-		obj := objectOf(so)
-		r.pending.cache().Add(fp, obj)
-		return obj, true
-	case err != nil:
-		return r.pending.cache().Peek(fp)
-	}
-	return platform.Object{}, false
-}
-
 // nextRange takes the run's next range of step from the fleet's counter.
 // A created run counts from 0, as a single collector does; an attached run
 // counts from randomRangeLow, since writers outside the fleet (the
@@ -314,17 +288,4 @@ func (f *redisFleet) nextRange(ctx context.Context, r *run, step int64) int64 {
 		return randomRangeLow + n - 1
 	}
 	return n - 1
-}
-
-func (f *redisFleet) savePending(ctx context.Context, r *run, fp uint64, obj platform.Object) {
-	if err := f.shared.pending.SavePending(ctx, r.ident.key(), fp, savedObject(obj)); err != nil {
-		f.warn.Warn("pending\x00"+r.ident.key(), "Could not save an upload's progress to the shared run registry; another collector would upload it again",
-			zap.Stringer("run", r.ident), zap.Error(err))
-	}
-}
-
-// dropPending forgets a confirmed upload; one that cannot be forgotten
-// expires, and its episodes are already marked delivered.
-func (f *redisFleet) dropPending(ctx context.Context, r *run, fp uint64) {
-	_ = f.shared.pending.DropPending(ctx, r.ident.key(), fp)
 }

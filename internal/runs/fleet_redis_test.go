@@ -10,11 +10,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/fleettest"
+	"github.com/primeintellect/primeexporter/internal/logonce"
+	"github.com/primeintellect/primeexporter/internal/platform/platformtest"
 	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -105,9 +110,9 @@ func TestRangesFromTwoRegistriesForOneRunAndStepNeverCollide(t *testing.T) {
 					l = lb
 				}
 				wg.Go(func() {
-					obj := l.Pending(ctx, uint64(i+1), 10)
+					obj := uploader(a.Objects, a.Store).Take(ctx, l, uint64(i+1), 10)
 					mu.Lock()
-					ranges[obj.Range()]++
+					ranges[obj.Range]++
 					mu.Unlock()
 				})
 			}
@@ -116,8 +121,12 @@ func TestRangesFromTwoRegistriesForOneRunAndStepNeverCollide(t *testing.T) {
 			for r := tc.first; r < tc.first+2*perCollector; r++ {
 				assert.Equal(t, 1, ranges[r], "the ranges are the counter's, from %d without a gap", tc.first)
 			}
-			obj := lb.Pending(ctx, 1, 10)
-			assert.Contains(t, ranges, obj.Range(), "an object another collector started keeps its range")
+			// An object a presigned (its PUT failed) keeps its range through b.
+			down := &platformtest.Sink{Fail: map[string][]error{"put": {errors.New("storage down")}}}
+			oa := upload.NewObjects(down, a.Store, logonce.New(zap.NewNop(), 0))
+			started := oa.Take(ctx, la, 0xfeed, 10)
+			require.Error(t, oa.Send(ctx, la, 0xfeed, started, []byte("body"), nil))
+			assert.Equal(t, started.Range, uploader(b.Objects, b.Store).Take(ctx, lb, 0xfeed, 10).Range, "an object another collector started keeps its range")
 		})
 	}
 }
@@ -224,11 +233,11 @@ func TestAnUploadThroughOneRegistryIsNotDoneAgainThroughTheOther(t *testing.T) {
 			if tt.confirmDown {
 				fake.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
 			}
-			_, err := uploadEpisodes(a.Reg, fleettest.KeyedResource("moved"), 10, 1, 2)
+			_, err := uploadEpisodes(a.Reg, uploader(a.Objects, a.Store), fleettest.KeyedResource("moved"), 10, 1, 2)
 			require.Equal(t, tt.confirmDown, err != nil, "a's upload: %v", err)
 
 			before := len(fake.Requests())
-			leftOut, err := uploadEpisodes(b.Reg, fleettest.KeyedResource("moved"), 10, 1, 2)
+			leftOut, err := uploadEpisodes(b.Reg, uploader(b.Objects, b.Store), fleettest.KeyedResource("moved"), 10, 1, 2)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantLeftOut, leftOut)
 			assert.Equal(t, tt.wantB, pathsSince(fake, before))
@@ -272,7 +281,8 @@ func TestEverySharedKeyExpiresAsTheDocSays(t *testing.T) {
 	ctx := context.Background()
 	l, err := a.Reg.Acquire(ctx, fleettest.KeyedResource("ttl"), reject.SignalLogs, 1)
 	require.NoError(t, err)
-	l.Pending(ctx, 7, 10)
+	l.NextRange(ctx, 10)
+	require.NoError(t, a.Store.SaveObject(ctx, l.Key(), 7, runstore.SavedObject{Step: 10}), "an upload's progress")
 	l.MarkDelivered(ctx, 7, []uint64{1, 2})
 
 	ttl := func(key string) time.Duration {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/runstore"
 )
 
@@ -44,11 +43,4 @@ func (*solo) poll() time.Duration               { return retriesPoll }
 func (*solo) awaitLeases(context.Context, *run) {}
 func (*solo) seenElsewhere(*run) bool           { return false }
 
-func (*solo) pending(_ context.Context, r *run, fp uint64) (platform.Object, bool) {
-	return r.pending.cache().Peek(fp)
-}
-
 func (*solo) nextRange(_ context.Context, r *run, step int64) int64 { return r.ranges.take(step) }
-
-func (s *solo) savePending(ctx context.Context, r *run, _ uint64, _ platform.Object) { s.save(ctx, r) }
-func (s *solo) dropPending(ctx context.Context, r *run, _ uint64)                    { s.save(ctx, r) }

@@ -3,10 +3,7 @@ package runs
 import (
 	"context"
 	"math"
-	"strconv"
-	"time"
 
-	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/runstore"
 	"go.uber.org/zap"
 )
@@ -42,17 +39,8 @@ func (r *run) snapshot(closing string) runstore.SavedRun {
 	if ev != nil {
 		sr.Eval = ev.saved()
 	}
-	sr.Ranges = r.ranges.snapshot()
-	pending := r.pending.cache()
-	for _, fp := range pending.Keys() {
-		o, ok := pending.Peek(fp)
-		if !ok {
-			continue
-		}
-		if sr.Pending == nil {
-			sr.Pending = map[string]runstore.SavedObject{}
-		}
-		sr.Pending[strconv.FormatUint(fp, 16)] = savedObject(o)
+	if r.ranges.sequential {
+		sr.RangesFrom = r.ranges.band()
 	}
 	return sr
 }
@@ -72,7 +60,7 @@ func (g *Registry) Restore(ctx context.Context) {
 		return
 	}
 	g.mu.Lock()
-	var ending []*run
+	var ending, bands []*run
 	for _, sr := range saved {
 		r := newRun(savedIdentity(sr))
 		r.id, r.team, r.traces = sr.ID, sr.Team, sr.Traces
@@ -87,15 +75,20 @@ func (g *Registry) Restore(ctx context.Context) {
 		if sr.Eval != nil {
 			r.evalState().restore(sr.Eval)
 		}
-		r.ranges.restore(sr.Ranges)
-		for k, o := range sr.Pending {
-			if fp, err := strconv.ParseUint(k, 16, 64); err == nil {
-				r.pending.cache().Add(fp, objectOf(o))
-			}
+		r.ranges.restoreBand(rangesFrom(sr))
+		if r.ranges.sequential && r.state != stateClosed {
+			bands = append(bands, r)
 		}
 		g.runs[sr.Key] = r
 	}
 	g.mu.Unlock()
+	// A restored run counts in a band of its own, saved before any
+	// object takes a range of it.
+	if _, alone := g.fleet.objects.(*solo); alone {
+		for _, r := range bands {
+			g.fleet.records.save(ctx, r)
+		}
+	}
 	for _, r := range ending {
 		g.closer.requestEnd(r, r.end)
 	}
@@ -104,46 +97,21 @@ func (g *Registry) Restore(ctx context.Context) {
 	}
 }
 
-func (s *sampleRanges) snapshot() map[string]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.next) == 0 {
-		return nil
+// rangesFrom is where a restored run's ranges are free: the band its
+// record holds, or, in a record written before bands, above every counter
+// and pending upload it kept.
+func rangesFrom(sr runstore.SavedRun) int64 {
+	if sr.Ranges[runstore.RangeFloorKey] == math.MaxInt64 {
+		return randomRangeLow // ranges lost (runstore's salvage): no step counts again
 	}
-	out := make(map[string]int64, len(s.next)+1)
-	for step, n := range s.next {
-		out[strconv.FormatInt(step, 10)] = n
-	}
-	if s.floor != math.MinInt64 {
-		out[runstore.RangeFloorKey] = s.floor
-	}
-	return out
-}
-
-func (s *sampleRanges) restore(m map[string]int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, n := range m {
-		if k == runstore.RangeFloorKey {
-			s.floor = n
-		} else if step, err := strconv.ParseInt(k, 10, 64); err == nil {
-			s.next[step] = n
+	from := sr.RangesFrom
+	for k, n := range sr.Ranges {
+		if k != runstore.RangeFloorKey {
+			from = max(from, n)
 		}
 	}
-}
-
-// savedObject and objectOf convert a pending upload to its store record
-// and back.
-func savedObject(o platform.Object) runstore.SavedObject {
-	return runstore.SavedObject{
-		Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
-		PresignedAt: o.PresignedAt, ExpiresIn: int64(o.ExpiresIn / time.Second), Put: o.Put,
+	for _, o := range sr.Pending {
+		from = max(from, o.Range+1)
 	}
-}
-
-func objectOf(o runstore.SavedObject) platform.Object {
-	return platform.Object{
-		Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
-		PresignedAt: o.PresignedAt, ExpiresIn: time.Duration(o.ExpiresIn) * time.Second, Put: o.Put,
-	}
+	return from
 }

@@ -10,13 +10,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/fleettest"
+	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/memstorage"
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -43,11 +46,18 @@ func (rs *restartable) start() *fleettest.Collector {
 	return fleettest.NewCollector(rs.t, cfg, rs.api, runstore.NewExtensionStore(rs.storage, runstore.ExtensionOptions{}))
 }
 
+// uploader is the owner of a process's sample objects on objs and store,
+// as the exporter's backend builds it.
+func uploader(objs platform.Objects, store runs.Store) *upload.Objects {
+	return upload.NewObjects(objs, store.(upload.ObjectStore), logonce.New(zap.NewNop(), 0))
+}
+
 // uploadEpisodes is one push of step's episodes (their fingerprints) for
 // res's run, as the exporter's upload makes it: the episodes delivered
-// before are left out and the rest go as one object, whose body names its
-// sample_id range and its episodes. It returns the episodes left out.
-func uploadEpisodes(reg *runs.Registry, res pcommon.Resource, step int64, episodes ...uint64) (leftOut []uint64, err error) {
+// before are left out and the rest go as one object through o, whose body
+// names its sample_id range and its episodes. It returns the episodes left
+// out.
+func uploadEpisodes(reg *runs.Registry, o *upload.Objects, res pcommon.Resource, step int64, episodes ...uint64) (leftOut []uint64, err error) {
 	ctx := context.Background()
 	l, err := reg.Acquire(ctx, res, reject.SignalLogs, len(episodes))
 	if err != nil {
@@ -71,8 +81,8 @@ func uploadEpisodes(reg *runs.Registry, res pcommon.Resource, step int64, episod
 	if len(fresh) == 0 {
 		return leftOut, nil
 	}
-	p := l.Pending(ctx, fp, step)
-	return leftOut, p.Send(ctx, fmt.Appendf(nil, "range %d: %v", p.Range(), fresh), fresh)
+	obj := o.Take(ctx, l, fp, step)
+	return leftOut, o.Send(ctx, l, fp, obj, fmt.Appendf(nil, "range %d: %v", obj.Range, fresh), fresh)
 }
 
 // pathsSince lists the paths of the platform's requests from the n-th on,
@@ -99,34 +109,35 @@ func objectsOf(t *testing.T, run rfttest.Run) []string {
 func TestARestartWithStorageKeepsTheRunAndItsSampleRanges(t *testing.T) {
 	rs := newRestartable(t)
 	first := rs.start()
-	_, err := uploadEpisodes(first.Reg, fleettest.KeyedResource("keep"), 10, 1)
+	_, err := uploadEpisodes(first.Reg, uploader(first.Objects, first.Store), fleettest.KeyedResource("keep"), 10, 1)
 	require.NoError(t, err)
 	_, err = postStep(first.Reg, fleettest.KeyedResource("keep"), 10, map[string]float64{"loss": 1})
 	require.NoError(t, err)
 	first.Crash()
 
 	second := rs.start()
-	_, err = uploadEpisodes(second.Reg, fleettest.KeyedResource("keep"), 10, 2)
+	_, err = uploadEpisodes(second.Reg, uploader(second.Objects, second.Store), fleettest.KeyedResource("keep"), 10, 2)
 	require.NoError(t, err)
 	_, err = postStep(second.Reg, fleettest.KeyedResource("keep"), 11, map[string]float64{"loss": 0.5})
 	require.NoError(t, err)
 	endRun(t, second.Reg, fleettest.KeyedResource("keep"), "completed", "")
 	run := waitStatus(t, rs.platform, onlyRun(t, rs.platform).ID, rfttest.StatusCompleted)
 	assert.Len(t, rs.platform.Runs(), 1, "one run across the restart")
-	assert.Equal(t, []string{"step 10: range 0: [1]", "step 10: range 1: [2]"}, objectsOf(t, run), "the range counter survived")
+	assert.Equal(t, []string{"step 10: range 0: [1]", "step 10: range 1024: [2]"}, objectsOf(t, run),
+		"the restart counts in the band above the one the run's record held, reusing no range")
 	assert.Equal(t, map[int64]map[string]float64{10: {"loss": 1}, 11: {"loss": 0.5}}, run.Metrics)
 }
 
 func TestAReplayedBatchAfterARestartIsNotUploadedTwice(t *testing.T) {
 	rs := newRestartable(t)
 	first := rs.start()
-	_, err := uploadEpisodes(first.Reg, fleettest.KeyedResource("replay"), 10, 1, 2)
+	_, err := uploadEpisodes(first.Reg, uploader(first.Objects, first.Store), fleettest.KeyedResource("replay"), 10, 1, 2)
 	require.NoError(t, err)
 	// The collector died before the persistent queue learnt of the
 	// success: it hands the same batch over again.
 	first.Crash()
 	second := rs.start()
-	leftOut, err := uploadEpisodes(second.Reg, fleettest.KeyedResource("replay"), 10, 1, 2)
+	leftOut, err := uploadEpisodes(second.Reg, uploader(second.Objects, second.Store), fleettest.KeyedResource("replay"), 10, 1, 2)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"step 10: range 0: [1 2]"}, objectsOf(t, onlyRun(t, rs.platform)))
 	assert.Equal(t, []uint64{1, 2}, leftOut, "both episodes are known delivered")
@@ -136,13 +147,13 @@ func TestAnUploadThatWasPutBeforeACrashIsOnlyConfirmedAfterTheRestart(t *testing
 	rs := newRestartable(t)
 	first := rs.start()
 	rs.platform.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 503}, rfttest.Fault{Status: 503})
-	_, err := uploadEpisodes(first.Reg, fleettest.KeyedResource("resume"), 10, 1)
+	_, err := uploadEpisodes(first.Reg, uploader(first.Objects, first.Store), fleettest.KeyedResource("resume"), 10, 1)
 	require.Error(t, err)
 	first.Crash()
 
 	second := rs.start()
 	before := len(rs.platform.Requests())
-	_, err = uploadEpisodes(second.Reg, fleettest.KeyedResource("resume"), 10, 1)
+	_, err = uploadEpisodes(second.Reg, uploader(second.Objects, second.Store), fleettest.KeyedResource("resume"), 10, 1)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"step 10: range 0: [1]"}, objectsOf(t, onlyRun(t, rs.platform)))
 	assert.Equal(t, []string{"/rft/samples/confirm"}, pathsSince(rs.platform, before), "after the restart: the confirm alone")

@@ -12,7 +12,7 @@ func TestALongRunKeepsTheCountersOfItsNewestStepsOnly(t *testing.T) {
 	for step := range int64(maxRangeSteps + 100) {
 		require.Equal(t, int64(0), s.take(step), "step %d's first range", step)
 	}
-	assert.Len(t, s.next, maxRangeSteps, "the record a run saves with each object stays bounded")
+	assert.Len(t, s.next, maxRangeSteps, "what a run keeps in memory stays bounded")
 	assert.Equal(t, int64(100), s.floor)
 
 	newest := int64(maxRangeSteps + 99)
@@ -21,12 +21,29 @@ func TestALongRunKeepsTheCountersOfItsNewestStepsOnly(t *testing.T) {
 	assert.GreaterOrEqual(t, late, int64(fallbackRangeLow), "above every counted range")
 	assert.Less(t, late, int64(randomRangeHigh))
 	assert.NotEqual(t, late, s.take(5), "two late objects of one step take two ranges")
+}
+
+func TestARestartCountsEveryStepInTheBandAboveTheOneItsRecordHeld(t *testing.T) {
+	before := newSampleRanges(true)
+	require.Equal(t, int64(0), before.take(7))
+	require.Equal(t, int64(rangesBand), before.band(), "a created run's record holds the end of its first band")
 
 	restored := newSampleRanges(true)
-	restored.restore(s.snapshot())
-	assert.Equal(t, s.floor, restored.floor, "a restart keeps the floor")
-	assert.Equal(t, int64(2), restored.take(newest))
-	assert.GreaterOrEqual(t, restored.take(50), int64(fallbackRangeLow), "a step below the floor stays forgotten after a restart")
+	restored.restoreBand(before.band())
+	assert.Equal(t, int64(rangesBand), restored.take(7), "a step the run had counted")
+	assert.Equal(t, int64(rangesBand), restored.take(8), "a step it had not")
+	assert.Equal(t, int64(rangesBand+1), restored.take(7))
+	assert.Equal(t, int64(2*rangesBand), restored.band(), "what the restored run's record holds from now on")
+}
+
+func TestAStepThatOutgrowsItsBandDrawsRandomRanges(t *testing.T) {
+	s := newSampleRanges(true)
+	for i := range int64(rangesBand) {
+		require.Equal(t, i, s.take(3))
+	}
+	r := s.take(3)
+	assert.GreaterOrEqual(t, r, int64(fallbackRangeLow), "above every counted range")
+	assert.Less(t, r, int64(randomRangeHigh))
 }
 
 func TestAnAttachedRunsRandomRangesAreRememberedForItsNewestStepsOnly(t *testing.T) {

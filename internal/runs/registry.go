@@ -67,14 +67,12 @@ type Telemetry interface {
 
 // Deps are the lifecycle's collaborators, chosen once at start.
 type Deps struct {
-	API platform.Runs
-	// Objects stores the sample objects of a Lease's Pending uploads.
-	Objects platform.Objects
-	Evals   platform.Evals
-	Store   Store
-	Logger  *zap.Logger
-	Warn    *logonce.Logger
-	Tel     Telemetry
+	API    platform.Runs
+	Evals  platform.Evals
+	Store  Store
+	Logger *zap.Logger
+	Warn   *logonce.Logger
+	Tel    Telemetry
 	// Refused, when set, is the platform's refusal of the API key: once it
 	// returns an error, every push is dropped without a request.
 	Refused func() error

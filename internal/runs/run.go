@@ -55,10 +55,9 @@ type run struct {
 	// registry), so the run's closing state there is its own doing.
 	closer bool
 
-	sent    *sentValues
-	ranges  *sampleRanges
-	pending *pendingObjects
-	stats   runStats
+	sent   *sentValues
+	ranges *sampleRanges
+	stats  runStats
 	// ambientKeys are the ambient keys the run took (ambient.go).
 	ambientKeys keyCap
 }
@@ -66,7 +65,7 @@ type run struct {
 func newRun(ident identity) *run {
 	// Only the process that creates a run can count its sample ranges from
 	// 0; an attached run may have had another writer.
-	return &run{ident: ident, sent: newSentValues(), ranges: newSampleRanges(!ident.attach), pending: newPendingObjects()}
+	return &run{ident: ident, sent: newSentValues(), ranges: newSampleRanges(!ident.attach)}
 }
 
 func (r *run) platformID() string {
@@ -112,7 +111,6 @@ func (r *run) release(now time.Time) {
 func (r *run) dropState() {
 	r.sent.reset()
 	r.ranges.reset()
-	r.pending.reset()
 	r.ambientKeys.reset()
 }
 

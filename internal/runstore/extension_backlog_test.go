@@ -26,7 +26,7 @@ func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *te
 	disk.Fill("/var/lib/otelcol/prime/exporter_prime__runs")
 	l, err := c.reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err, "data is taken while the disk is full")
-	obj := l.Pending(ctx, pendingFP, 4)
+	pending := startUpload(t, l, c.store, pendingFP, 4)
 	l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
 	replay, err := l.Delivered(ctx, 7, []uint64{1, 2, 3, 9})
 	require.NoError(t, err)
@@ -62,7 +62,8 @@ func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *te
 	require.NoError(t, err)
 	defer l.Release()
 	assert.Equal(t, "run-1", l.ID(), "one run across the restart")
-	assert.Equal(t, obj.Range(), l.Pending(ctx, pendingFP, 4).Range(), "the pending upload keeps its range")
+	assert.NotEqual(t, pending, rangeOf(l, restarted.store, pendingFP, 4),
+		"an upload whose progress the full disk refused starts anew after the restart, in a range of its own")
 	done, err := l.Delivered(ctx, 7, []uint64{1, 2, 3, 4})
 	require.NoError(t, err)
 	assert.Equal(t, []bool{true, true, true, true}, done)

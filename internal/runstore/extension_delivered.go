@@ -79,8 +79,9 @@ func (s *ExtensionStore) MarkDelivered(ctx context.Context, runKey string, step 
 // markLocked writes one marking: the step's last part with the new
 // fingerprints merged in (new parts past maxPartFingerprints) and the
 // step's chunk of the index, deleting the oldest parts past the bound
-// (and the header, when a chunk comes or goes).
-func (s *ExtensionStore) markLocked(ctx context.Context, runKey string, step int64, fps []uint64) error {
+// (and the header, when a chunk comes or goes). also go in the same batch:
+// an object's confirm forgets the object with its marking.
+func (s *ExtensionStore) markLocked(ctx context.Context, runKey string, step int64, fps []uint64, also ...*storage.Operation) error {
 	rs, err := s.runStepsLocked(ctx, runKey)
 	if err != nil {
 		return err
@@ -168,6 +169,7 @@ func (s *ExtensionStore) markLocked(ctx context.Context, runKey string, step int
 	}
 	// One batch (one transaction in file_storage): a crash keeps the
 	// index and the parts it names in step.
+	ops = append(ops, also...)
 	if err := s.client.Batch(ctx, ops...); err != nil {
 		return err
 	}

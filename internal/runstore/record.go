@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// SavedRun is one run's record in a store. It is small: the counters and
-// unconfirmed uploads, not the delivered set, which has a value per step.
+// SavedRun is one run's record in a store. It is small, and written when
+// the run changes, not per object: an object's upload has a key of its own
+// (objects.go), and the delivered set has a value per step.
 type SavedRun struct {
 	Key      string `json:"key"`
 	Source   string `json:"source"`
@@ -22,11 +23,14 @@ type SavedRun struct {
 	// SeenAt is when any collector last took data for the run; only a
 	// shared store keeps it.
 	SeenAt time.Time `json:"-"`
-	// Ranges is the next sequential sample_id range per step; RangeFloorKey
-	// carries the run's range floor beside them.
-	Ranges map[string]int64 `json:"ranges,omitempty"`
-	// Pending are uploads with a range but no confirm yet, by object
-	// fingerprint (hex).
+	// RangesFrom is where the run's free sample_id ranges begin: a
+	// collector that restores the run counts every step from it.
+	RangesFrom int64 `json:"ranges_from,omitempty"`
+	// Ranges and Pending are what a record written before RangesFrom kept
+	// instead: the next sequential range per step (RangeFloorKey carried
+	// the range floor beside them), and the uploads with a range but no
+	// confirm, by object fingerprint (hex). They are read, never written.
+	Ranges  map[string]int64       `json:"ranges,omitempty"`
 	Pending map[string]SavedObject `json:"pending,omitempty"`
 	// Eval is an evaluation's config and summary.
 	Eval *SavedEval `json:"eval,omitempty"`
@@ -64,6 +68,10 @@ type Traces struct {
 
 // SavedObject is a pending upload in a store.
 type SavedObject struct {
+	// RunID is the platform run the upload was presigned for: a run key
+	// that names another run since (its record was lost) does not resume
+	// it. Records before it have none.
+	RunID       string    `json:"run_id,omitempty"`
 	Step        int64     `json:"step"`
 	Range       int64     `json:"range"`
 	URL         string    `json:"url,omitempty"`

@@ -262,7 +262,7 @@ func (s *RedisStore) Load(ctx context.Context) ([]SavedRun, error) {
 }
 
 // Save merges the record; ranges and pending uploads have their own calls
-// (Next, SavePending), since a whole-record write would undo another
+// (Next, SaveObject), since a whole-record write would undo another
 // collector's.
 func (s *RedisStore) Save(ctx context.Context, sr SavedRun) error {
 	flag := func(b bool) string {

@@ -142,7 +142,7 @@ func TestADamagedSharedRegistryRepairsOrSetsAsideEachKeyWithOneLine(t *testing.T
 			first := fleettest.NewNode(t, srv, api)
 			l, err := first.Reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err)
-			require.Equal(t, int64(0), l.Pending(ctx, pendingFP, 4).Range())
+			require.Equal(t, int64(0), startUpload(t, l, first.Store, pendingFP, 4))
 			l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
 			l.Release()
 			require.NoError(t, tc.damage(ctx, fleettest.RedisClient(t, srv)))
@@ -152,7 +152,7 @@ func TestADamagedSharedRegistryRepairsOrSetsAsideEachKeyWithOneLine(t *testing.T
 			next := fleettest.NewNode(t, srv, api)
 			l, err = next.Reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err, "the damaged run's data is taken")
-			got := sharedGoesOn{runID: l.ID(), pendingRange: l.Pending(ctx, pendingFP, 4).Range(), nextRange: l.Pending(ctx, 0xdef, 4).Range()}
+			got := sharedGoesOn{runID: l.ID(), pendingRange: rangeOf(l, next.Store, pendingFP, 4), nextRange: rangeOf(l, next.Store, 0xdef, 4)}
 			got.delivered = deliveredAfterDamage(t, l)
 			l.Release()
 

@@ -12,10 +12,10 @@ import (
 
 func fpField(fp uint64) string { return strconv.FormatUint(fp, 16) }
 
-// Pending reads an unconfirmed upload. A damaged one is dropped with one
+// Object reads an unconfirmed upload (objects.go). A damaged one is dropped with one
 // line: its object is uploaded again under a new range, as if it had
 // never started.
-func (s *RedisStore) Pending(ctx context.Context, runKey string, fp uint64) (SavedObject, bool, error) {
+func (s *RedisStore) Object(ctx context.Context, runKey string, fp uint64) (SavedObject, bool, error) {
 	k := s.key("pending", runKey)
 	raw, err := repaired(ctx, s, runKey, []string{"pending"}, func() ([]byte, error) {
 		return s.c.HGet(ctx, k, fpField(fp)).Bytes()
@@ -38,7 +38,7 @@ func (s *RedisStore) Pending(ctx context.Context, runKey string, fp uint64) (Sav
 	return so, true, nil
 }
 
-func (s *RedisStore) SavePending(ctx context.Context, runKey string, fp uint64, so SavedObject) error {
+func (s *RedisStore) SaveObject(ctx context.Context, runKey string, fp uint64, so SavedObject) error {
 	body, err := json.Marshal(so)
 	if err != nil {
 		return err
@@ -54,9 +54,20 @@ func (s *RedisStore) SavePending(ctx context.Context, runKey string, fp uint64, 
 	return s.seen(err)
 }
 
-func (s *RedisStore) DropPending(ctx context.Context, runKey string, fp uint64) error {
+func (s *RedisStore) DropObject(ctx context.Context, runKey string, fp uint64) error {
 	_, err := repaired(ctx, s, runKey, []string{"pending"}, func() (int64, error) {
 		return s.c.HDel(ctx, s.key("pending", runKey), fpField(fp)).Result()
 	})
 	return s.seen(err)
+}
+
+// ConfirmObject marks a confirmed object's episodes delivered, then
+// forgets the object: two commands, as the marking is a script of its
+// own. A crash between them leaves an upload that expires (pendingTTL)
+// and whose episodes are delivered already.
+func (s *RedisStore) ConfirmObject(ctx context.Context, runKey string, fp uint64, step int64, fps []uint64) error {
+	if err := s.MarkDelivered(ctx, runKey, step, fps); err != nil {
+		return err
+	}
+	return s.DropObject(ctx, runKey, fp)
 }

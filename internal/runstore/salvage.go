@@ -34,7 +34,7 @@ func damageOf(err error) string {
 // uploads and an evaluation's state.
 var (
 	runCoreFields = []string{"key", "source", "value", "attach", "id", "team", "state", "end_status", "end_reason", "traces"}
-	runTailFields = []string{"ranges", "pending", "eval"}
+	runTailFields = []string{"ranges_from", "ranges", "pending", "eval"}
 )
 
 // salvagedRun is what is left of a stored run record.
@@ -69,6 +69,8 @@ func salvageRun(runKey string, raw []byte) salvagedRun {
 	for _, name := range order {
 		v, whole := fields[name]
 		switch {
+		case name == "ranges_from":
+			rangesOK = whole && json.Unmarshal(v, &sr.RangesFrom) == nil && sr.RangesFrom >= 0
 		case name == "ranges":
 			rangesOK = whole && salvageRanges(v, sr)
 		case name == "pending":
@@ -102,10 +104,13 @@ func salvageRun(runKey string, raw []byte) salvagedRun {
 		// What followed the damage is unknown: whichever tail field the
 		// run can have was lost.
 		_, ranges := fields["ranges"]
+		_, from := fields["ranges_from"]
+		ranges = ranges || from
 		_, pending := fields["pending"]
 		_, eval := fields["eval"]
 		rangesOK = rangesOK && (ranges || sr.Attach)
-		pendingOK = pendingOK && pending
+		// A record with ranges_from keeps no pending uploads (objects.go).
+		pendingOK = pendingOK && (pending || from)
 		evalOK = evalOK && (eval || !strings.HasPrefix(runKey, EvalKeyPrefix))
 	}
 	if !rangesOK {

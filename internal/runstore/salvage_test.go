@@ -25,7 +25,10 @@ import (
 // object of step 4 pending under range 0, episodes 1-3 delivered.
 const (
 	damagedRun = "key\x00a"
-	pendingFP  = 0xabc
+	// restartedBand is a restored run's first range: the band above the
+	// one its record held (internal/runs' rangesBand).
+	restartedBand = 1024
+	pendingFP     = 0xabc
 	// fallbackRangeLow is where the random ranges of a run whose counters
 	// are lost start (objects.go).
 	fallbackRangeLow = 1<<20 + 1<<19
@@ -35,6 +38,7 @@ const (
 // extension's client.
 type extCollector struct {
 	reg     *runs.Registry
+	store   *runstore.ExtensionStore
 	logs    *observer.ObservedLogs
 	health  []error
 	stopped bool
@@ -57,7 +61,8 @@ func startExt(t *testing.T, client storage.Client, api *fleettest.CountingRuns, 
 	for _, edit := range edits {
 		edit(&opts)
 	}
-	c.reg = fleettest.Start(fleettest.Config(), api, runstore.NewExtensionStore(client, opts), logger, &fleettest.Tally{})
+	c.store = runstore.NewExtensionStore(client, opts)
+	c.reg = fleettest.Start(fleettest.Config(), api, c.store, logger, &fleettest.Tally{})
 	t.Cleanup(func() { c.stop(t) })
 	return c
 }
@@ -97,7 +102,7 @@ func storeDamagedRun(t *testing.T, client storage.Client, api *fleettest.Countin
 	ctx := context.Background()
 	l, err := first.reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
-	require.Equal(t, int64(0), l.Pending(ctx, pendingFP, 4).Range())
+	require.Equal(t, int64(0), startUpload(t, l, first.store, pendingFP, 4))
 	l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
 	l.Release()
 	first.stop(t)
@@ -154,8 +159,9 @@ type noWalk struct{ storage.Client }
 type goesOn struct {
 	runID string // the run its data goes to
 	// pendingRange is the range of the pending object's upload: 0 when the
-	// pending upload is kept, 1 when it is uploaded again under the next
-	// counted range, -1 for a random range above every counted one.
+	// pending upload is kept (or a new run counts from 0), restartedBand
+	// when it is uploaded again under the restarted run's first range, -1
+	// for a random range above every counted one.
 	pendingRange int64
 	delivered    bool // episodes 1-3 are still known as delivered
 }
@@ -171,20 +177,20 @@ func TestADamagedRunStoreStartsAndRecoversOrLeavesOutEachRunWithOneLine(t *testi
 		line   string // the one warning or error, in part
 	}{
 		{
-			name: "record cut within its pending uploads",
+			name: "a pending upload cut",
 			damage: func(t *testing.T, c *memstorage.Client) {
-				edit(t, c, "run/"+damagedRun, cutAfter(`"pending":{"abc":{"st`, 0))
+				edit(t, c, "object/abc/"+damagedRun, cutAfter(`"step":4`, 0))
 			},
-			want: goesOn{runID: "run-1", pendingRange: 1, delivered: true},
-			line: `Run record of prime.run.key="a" is damaged (truncated JSON): the run goes on as run run-1; lost: any pending uploads (uploaded again under new ranges when their batch is replayed)`,
+			want: goesOn{runID: "run-1", pendingRange: restartedBand, delivered: true},
+			line: `Pending upload abc of prime.run.key="a" in storage is damaged (truncated JSON): dropped; its object is uploaded again under a new sample_id range`,
 		},
 		{
 			name: "record cut within its sample_id ranges",
 			damage: func(t *testing.T, c *memstorage.Client) {
-				edit(t, c, "run/"+damagedRun, cutAfter(`"ranges":{"4"`, 0))
+				edit(t, c, "run/"+damagedRun, cutAfter(`"ranges_from":`, 0))
 			},
-			want: goesOn{runID: "run-1", pendingRange: -1, delivered: true},
-			line: `Run record of prime.run.key="a" is damaged (truncated JSON): the run goes on as run run-1; lost: its sample_id ranges (its next objects take random ranges above every counted one); any pending uploads`,
+			want: goesOn{runID: "run-1", pendingRange: 0, delivered: true},
+			line: `Run record of prime.run.key="a" is damaged (truncated JSON): the run goes on as run run-1; lost: its sample_id ranges (its next objects take random ranges above every counted one)`,
 		},
 		{
 			name: "record cut within its core fields",
@@ -213,10 +219,10 @@ func TestADamagedRunStoreStartsAndRecoversOrLeavesOutEachRunWithOneLine(t *testi
 		{
 			name: "pending upload without its step",
 			damage: func(t *testing.T, c *memstorage.Client) {
-				edit(t, c, "run/"+damagedRun, replace(`"step":4`, `"stxp":4`))
+				edit(t, c, "object/abc/"+damagedRun, replace(`"step":4`, `"stxp":4`))
 			},
-			want: goesOn{runID: "run-1", pendingRange: 1, delivered: true},
-			line: `Run record of prime.run.key="a" is damaged (pending uploads garbled): the run goes on as run run-1; lost: any pending uploads`,
+			want: goesOn{runID: "run-1", pendingRange: restartedBand, delivered: true},
+			line: `Pending upload abc of prime.run.key="a" in storage is damaged (`,
 		},
 		{
 			name: "record missing from under its index",
@@ -291,7 +297,7 @@ func TestADamagedRunStoreStartsAndRecoversOrLeavesOutEachRunWithOneLine(t *testi
 			ctx := context.Background()
 			l, err := restarted.reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err, "the damaged run's data is taken")
-			got := goesOn{runID: l.ID(), pendingRange: l.Pending(ctx, pendingFP, 4).Range()}
+			got := goesOn{runID: l.ID(), pendingRange: rangeOf(l, restarted.store, pendingFP, 4)}
 			if got.pendingRange >= fallbackRangeLow {
 				got.pendingRange = -1
 			}

@@ -103,7 +103,7 @@ func TestAcceptPutsEveryRowInTheBatchAndCountsWhatHasNone(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l, tel := testLease(t)
-			u := New(Config{StepInterval: 10, MaxEpisodeBytes: 4096, MaxObjectBytes: 1 << 20}, tel, logonce.New(zap.NewNop(), 16))
+			u := New(Config{StepInterval: 10, MaxEpisodeBytes: 4096, MaxObjectBytes: 1 << 20}, nil, tel, logonce.New(zap.NewNop(), 16))
 			b := u.NewBatch(l, l, 0)
 			rec := u.Accept(b, tt.lr, Loc{Record: 3})
 			n := 0
@@ -128,7 +128,7 @@ func TestEveryRowOfAnOversizedDocumentIsItsOwnEpisode(t *testing.T) {
 	// alike to the byte but for their part, go in.
 	long := strings.Repeat("x", 9<<20)
 	l, tel := testLease(t)
-	u := New(Config{StepInterval: 10, MaxEpisodeBytes: 1 << 20, MaxObjectBytes: 1 << 20}, tel, logonce.New(zap.NewNop(), 16))
+	u := New(Config{StepInterval: 10, MaxEpisodeBytes: 1 << 20, MaxObjectBytes: 1 << 20}, nil, tel, logonce.New(zap.NewNop(), 16))
 	b := u.NewBatch(l, l, 0)
 	rec := u.Accept(b, record(nativeDoc("42", "42", long)), Loc{})
 	require.Len(t, rec.Rows, 3)
@@ -140,7 +140,7 @@ func TestEveryRowOfAnOversizedDocumentIsItsOwnEpisode(t *testing.T) {
 func TestABatchsCoercionsAreCountedTogetherOnceItsPushEnds(t *testing.T) {
 	const traj = `"trajectory":[{"messages":[]}]`
 	l, tel := testLease(t)
-	u := New(Config{StepInterval: 10, MaxEpisodeBytes: 4096, MaxObjectBytes: 1 << 20}, tel, logonce.New(zap.NewNop(), 16))
+	u := New(Config{StepInterval: 10, MaxEpisodeBytes: 4096, MaxObjectBytes: 1 << 20}, nil, tel, logonce.New(zap.NewNop(), 16))
 	b := u.NewBatch(l, l, 0)
 	for i := range 3 {
 		u.Accept(b, record(`{"prompt":[{"role":"user"}],`+traj+`}`, "prime.work.step", "10"), Loc{Record: i})

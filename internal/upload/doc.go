@@ -1,13 +1,13 @@
 // Package upload turns a push's prime.episode records into step-keyed
-// Parquet objects and hands each to its run's pending upload, which puts it
-// into the sample table (presign → PUT → confirm online, one file
-// offline). It marshals, then sends: sampletable maps a record to rows
-// (Accept) and encodes an object; the run's platform.Pending stores it.
-// It talks to the run lifecycle only through the two roles it declares
-// (ledger.go): the Ledger (the run's id and counts, its delivered
-// episodes, each object's Pending upload) and the Route of its documents
-// (Prime Traces under the run's team, or the table). runs.Lease is both;
-// the tests use a fake.
+// Parquet objects and puts each into the sample table (presign → PUT →
+// confirm online, one file offline). It marshals, then sends: sampletable
+// maps a record to rows (Accept) and encodes an object; Objects
+// (objects.go) owns the object from its range to its confirm, over the
+// platform's objects route and a keyed ObjectStore. It talks to the run
+// lifecycle only through the two roles it declares (ledger.go): the Ledger
+// (the run's id, store key, ranges and counts, its delivered episodes) and
+// the Route of its documents (Prime Traces under the run's team, or the
+// table). runs.Lease is both; the tests use a fake.
 //
 // Decisions, and why:
 //
@@ -29,14 +29,17 @@
 //     twice.
 //   - Episodes confirmed before are left out (already_delivered), so a
 //     batch the queue replays after a restart adds nothing.
-//   - One handle per object: Ledger.Pending takes (and saves) its range
-//     before the object is encoded, and its Send stores the body, saving
-//     the progress after the presign and after the PUT, and marks the
-//     episodes delivered only after the confirm. The run, not the
-//     uploader, keeps that state, so the uploader makes two calls per
-//     object and no callback reaches back into the lifecycle. A failure
-//     leaves the object pending where it stopped, and its retry resumes
-//     from there.
+//   - One owner per object: Objects.Take gives it its range (the run's
+//     NextRange, which writes nothing) before it is encoded, and Send
+//     takes it through the platform's stages, one call each, writing the
+//     object's own key after the presign and after the PUT, and, after the
+//     confirm, its episodes delivered and the key deleted in one batch:
+//     three writes an object, of its own size, and never its run's
+//     record. No call goes back up: the platform returns each stage's
+//     progress, and the run only answers. A failure leaves the object
+//     where it stopped, and its retry (or a restart, or another collector
+//     of the fleet) resumes from there; an object the platform refuses
+//     for good is forgotten.
 //   - A step's episodes are cut into objects of at most max_object_bytes of
 //     text; one episode larger than max_episode_bytes is rejected alone,
 //     row by row: the other rows of its document still go.

@@ -3,17 +3,14 @@ package upload
 import (
 	"context"
 	"math"
-
-	"github.com/primeintellect/primeexporter/internal/platform"
 )
 
 // Ledger is what the uploader reads and records about a push's run; the
 // run lifecycle's lease (runs.Lease) is one, and the tests use a fake.
 type Ledger interface {
-	// ID is the platform run the objects and documents go to. Count adds
-	// to the run's counts for its close-out line.
-	ID() string
-	Count(name string, n int64)
+	// ObjectRun: the platform run the objects and documents go to, its
+	// key in the store, its ranges and its counts for its close-out line.
+	ObjectRun
 
 	// Delivered reports which fingerprints of step a sink committed
 	// before; MarkDelivered records those it committed now. A store keeps
@@ -21,12 +18,6 @@ type Ledger interface {
 	// episode's, or NoStep for what has none.
 	Delivered(ctx context.Context, step int64, fps []uint64) ([]bool, error)
 	MarkDelivered(ctx context.Context, step int64, fps []uint64)
-
-	// Pending is the upload of object fp of step: resumed where an earlier
-	// attempt left it, or new with a sample_id range of its own. The
-	// uploader encodes the object with its range and Sends it; the run
-	// keeps the upload's progress and marks its episodes delivered.
-	Pending(ctx context.Context, fp uint64, step int64) platform.Pending
 }
 
 // Route is where a run's native episode documents go: Prime Traces under

@@ -65,8 +65,10 @@ type fakeLedger struct {
 }
 
 var (
-	_ Ledger = (*fakeLedger)(nil)
-	_ Route  = (*fakeLedger)(nil)
+	_ Ledger           = (*fakeLedger)(nil)
+	_ Route            = (*fakeLedger)(nil)
+	_ ObjectStore      = (*fakeLedger)(nil)
+	_ platform.Objects = (*fakeLedger)(nil)
 )
 
 func newFakeLedger() *fakeLedger {
@@ -109,48 +111,57 @@ func (f *fakeLedger) MarkDelivered(_ context.Context, step int64, fps []uint64) 
 	}
 }
 
-func (f *fakeLedger) Pending(_ context.Context, fp uint64, step int64) platform.Pending {
+func (f *fakeLedger) Key() string { return "run-key" }
+
+func (f *fakeLedger) NextRange(_ context.Context, step int64) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if obj, ok := f.pending[fp]; ok {
-		f.journal.add("object of step %d: resumed, range %d", step, obj.Range)
-		return &fakePending{f: f, fp: fp, obj: obj}
-	}
-	obj := platform.Object{Step: step, Range: f.ranges[step]}
+	r := f.ranges[step]
 	f.ranges[step]++
-	f.pending[fp] = obj
-	f.journal.add("object of step %d: new, range %d, saved", step, obj.Range)
-	return &fakePending{f: f, fp: fp, obj: obj}
+	f.journal.add("object of step %d: new, range %d", step, r)
+	return r
 }
 
-// fakePending is the ledger's upload of one object, through its sink, as
-// a lease's is: progress saved, and on the confirm the episodes delivered
-// and the upload forgotten.
-type fakePending struct {
-	f   *fakeLedger
-	fp  uint64
-	obj platform.Object
-}
+// The ledger is the uploader's ObjectStore too, as runstore's stores are
+// both, and its platform.Objects, through its sink.
 
-func (p *fakePending) Range() int64 { return p.obj.Range }
-
-func (p *fakePending) Send(ctx context.Context, body []byte, episodes []uint64) error {
-	f := p.f
-	err := f.sink.Store(ctx, f.ID(), p.obj, body, func(obj platform.Object) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.pending[p.fp] = obj
-		f.journal.add("save: %s", progress(obj))
-	})
-	if err != nil {
-		return err
-	}
-	f.MarkDelivered(ctx, p.obj.Step, episodes)
+func (f *fakeLedger) Object(_ context.Context, _ string, fp uint64) (runstore.SavedObject, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.pending, p.fp)
+	obj, ok := f.pending[fp]
+	if ok {
+		f.journal.add("object of step %d: resumed, range %d", obj.Step, obj.Range)
+	}
+	return savedObject(f.ID(), obj), ok, nil
+}
+
+func (f *fakeLedger) SaveObject(_ context.Context, _ string, fp uint64, so runstore.SavedObject) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending[fp] = objectOf(so)
+	f.journal.add("save: %s", progress(objectOf(so)))
+	return nil
+}
+
+func (f *fakeLedger) ConfirmObject(ctx context.Context, _ string, fp uint64, step int64, episodes []uint64) error {
+	f.MarkDelivered(ctx, step, episodes)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pending, fp)
 	f.journal.add("done: %d episodes delivered", len(episodes))
 	return nil
+}
+
+func (f *fakeLedger) DropObject(_ context.Context, _ string, fp uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pending, fp)
+	f.journal.add("forgotten")
+	return nil
+}
+
+func (f *fakeLedger) Advance(ctx context.Context, runID string, obj platform.Object, body []byte) (platform.Object, bool, error) {
+	return f.sink.Advance(ctx, runID, obj, body)
 }
 
 func (f *fakeLedger) DocumentsOnTable() bool {
@@ -236,7 +247,9 @@ func newLiveRunOf(t *testing.T, srv *rfttest.Server, res pcommon.Resource, cfg C
 	core, logs := observer.New(zapcore.DebugLevel)
 	tel := &countingTel{}
 	c := fleettest.NewCollector(t, fleettest.Config(), fleettest.Online(t, srv), runstore.NewMemStore())
-	return &liveRun{t: t, platform: srv, reg: c.Reg, res: res, up: New(cfg, tel, logonce.New(zap.New(core), 16)), tel: tel, logs: logs}
+	warn := logonce.New(zap.New(core), 16)
+	objects := NewObjects(c.Objects, c.Store.(ObjectStore), warn)
+	return &liveRun{t: t, platform: srv, reg: c.Reg, res: res, up: New(cfg, objects, tel, warn), tel: tel, logs: logs}
 }
 
 // push is one push of records to the run, as the exporter's is: a lease

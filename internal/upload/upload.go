@@ -48,9 +48,10 @@ type Telemetry interface {
 
 // Uploader maps and uploads episodes. It is safe for concurrent use.
 type Uploader struct {
-	cfg  Config
-	tel  Telemetry
-	warn *logonce.Logger
+	cfg     Config
+	tel     Telemetry
+	warn    *logonce.Logger
+	objects *Objects
 
 	encoders spares[*sampletable.Encoder] // not safe for concurrent use: one per slot
 	slots    chan struct{}                // one per object being encoded
@@ -75,10 +76,10 @@ const (
 	maxKeptBodies = 64
 )
 
-// New returns an uploader; the runs' Pending uploads store its objects.
-func New(cfg Config, tel Telemetry, warn *logonce.Logger) *Uploader {
+// New returns an uploader whose objects go through objects.
+func New(cfg Config, objects *Objects, tel Telemetry, warn *logonce.Logger) *Uploader {
 	n := cmp.Or(cfg.Encoders, runtime.GOMAXPROCS(0))
-	return &Uploader{cfg: cfg, tel: tel, warn: warn,
+	return &Uploader{cfg: cfg, tel: tel, warn: warn, objects: objects,
 		encoders: newSpares(n, sampletable.NewEncoder, func(*sampletable.Encoder) bool { return true }),
 		slots:    make(chan struct{}, n),
 		// A body is held through its upload, outside the encoding slot, so
@@ -424,20 +425,20 @@ func splitBySize(eps []episode, max int64) [][]episode {
 	return append(parts, eps[start:])
 }
 
-// uploadObject encodes one object with its range and hands it to the
-// run's pending upload, which stores it and records the confirm.
+// uploadObject encodes one object with its range and sends it.
 func (u *Uploader) uploadObject(ctx context.Context, l Ledger, step int64, part []episode) error {
-	p := l.Pending(ctx, objectFingerprint(step, part), step)
+	fp := objectFingerprint(step, part)
+	obj := u.objects.Take(ctx, l, fp, step)
 	buf := u.bodies.get()
 	defer u.bodies.put(buf)
-	if err := u.encode(ctx, buf, l.ID(), step, p.Range(), part); err != nil {
+	if err := u.encode(ctx, buf, l.ID(), step, obj.Range, part); err != nil {
 		return err
 	}
 	fps := make([]uint64, len(part))
 	for i, e := range part {
 		fps[i] = e.fp
 	}
-	if err := p.Send(ctx, buf.Bytes(), fps); err != nil {
+	if err := u.objects.Send(ctx, l, fp, obj, buf.Bytes(), fps); err != nil {
 		return err
 	}
 	u.tel.SamplesUploaded(len(part), 1, buf.Len())

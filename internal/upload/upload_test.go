@@ -2,6 +2,8 @@ package upload
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -118,8 +120,12 @@ func push(u *Uploader, l *fakeLedger, recs ...plog.LogRecord) (map[Loc]bool, err
 	return u.Upload(context.Background(), b)
 }
 
-func newTestUploader(tel *countingTel) *Uploader {
-	return New(Config{StepInterval: 10, MaxEpisodeBytes: 1 << 20, MaxObjectBytes: 1 << 20}, tel, logonce.New(zap.NewNop(), 16))
+// newTestUploader is an uploader whose objects go through l, its store
+// and its sink, with a memory of objects in flight of its own: a new one
+// is a new process.
+func newTestUploader(tel *countingTel, l *fakeLedger) *Uploader {
+	warn := logonce.New(zap.NewNop(), 16)
+	return New(Config{StepInterval: 10, MaxEpisodeBytes: 1 << 20, MaxObjectBytes: 1 << 20}, NewObjects(l, l, warn), tel, warn)
 }
 
 func TestAnObjectsUploadIsRecordedInTheLedgerAroundEachStep(t *testing.T) {
@@ -136,12 +142,12 @@ func TestAnObjectsUploadIsRecordedInTheLedgerAroundEachStep(t *testing.T) {
 	}{
 		{
 			name: "an object is saved before its upload and done after its confirm", records: []plog.LogRecord{a, b},
-			journal: []string{"delivered? 2", "object of step 10: new, range 0, saved", "presign", "save: presigned", "put", "save: put", "confirm", "done: 2 episodes delivered"},
+			journal: []string{"delivered? 2", "object of step 10: new, range 0", "presign", "save: presigned", "put", "save: put", "confirm", "done: 2 episodes delivered"},
 			counts:  map[string]int{"rows": 2},
 		},
 		{
 			name: "a delivered episode is left out", delivered: []plog.LogRecord{a}, records: []plog.LogRecord{a, b},
-			journal: []string{"delivered? 2", "object of step 10: new, range 1, saved", "presign", "save: presigned", "put", "save: put", "confirm", "done: 1 episodes delivered"},
+			journal: []string{"delivered? 2", "object of step 10: new, range 1", "presign", "save: presigned", "put", "save: put", "confirm", "done: 1 episodes delivered"},
 			counts:  map[string]int{"skip already_delivered": 1, "rows": 1},
 		},
 		{
@@ -152,28 +158,27 @@ func TestAnObjectsUploadIsRecordedInTheLedgerAroundEachStep(t *testing.T) {
 		{
 			name: "a failed PUT leaves the object pending with its URL", records: []plog.LogRecord{a, b},
 			fail:    map[string][]error{"put": {unavailable}},
-			journal: []string{"delivered? 2", "object of step 10: new, range 0, saved", "presign", "save: presigned", "put"},
+			journal: []string{"delivered? 2", "object of step 10: new, range 0", "presign", "save: presigned", "put"},
 			retry:   map[Loc]bool{{Record: 0}: true, {Record: 1}: true},
 			pending: []string{"presigned"},
 		},
 		{
 			name: "a failed confirm leaves the object pending as put", records: []plog.LogRecord{a, b},
 			fail:    map[string][]error{"confirm": {serverError}},
-			journal: []string{"delivered? 2", "object of step 10: new, range 0, saved", "presign", "save: presigned", "put", "save: put", "confirm"},
+			journal: []string{"delivered? 2", "object of step 10: new, range 0", "presign", "save: presigned", "put", "save: put", "confirm"},
 			retry:   map[Loc]bool{{Record: 0}: true, {Record: 1}: true},
 			pending: []string{"put"},
 		},
 		{
 			name: "an object the platform refuses for good is dropped and not retried", records: []plog.LogRecord{a, b},
 			fail:    map[string][]error{"put": {badRequest}},
-			journal: []string{"delivered? 2", "object of step 10: new, range 0, saved", "presign", "save: presigned", "put"},
-			pending: []string{"presigned"},
+			journal: []string{"delivered? 2", "object of step 10: new, range 0", "presign", "save: presigned", "put", "forgotten"},
 			counts:  map[string]int{"reject upload_rejected": 2},
 		},
 		{
 			name: "once the platform is down the later steps go back unasked", records: []plog.LogRecord{a, episodeAt(20, "c")},
 			fail:    map[string][]error{"put": {unavailable}},
-			journal: []string{"delivered? 1", "object of step 10: new, range 0, saved", "presign", "save: presigned", "put"},
+			journal: []string{"delivered? 1", "object of step 10: new, range 0", "presign", "save: presigned", "put"},
 			retry:   map[Loc]bool{{Record: 0}: true, {Record: 1}: true},
 			pending: []string{"presigned"},
 		},
@@ -183,12 +188,12 @@ func TestAnObjectsUploadIsRecordedInTheLedgerAroundEachStep(t *testing.T) {
 			l := newFakeLedger()
 			l.sink = &platformtest.Sink{Note: func(r string) { l.journal.add("%s", r) }, Fail: tt.fail}
 			if len(tt.delivered) > 0 {
-				_, err := push(newTestUploader(&countingTel{}), l, tt.delivered...)
+				_, err := push(newTestUploader(&countingTel{}, l), l, tt.delivered...)
 				require.NoError(t, err)
 				l.journal.take()
 			}
 			tel := &countingTel{}
-			retry, err := push(newTestUploader(tel), l, tt.records...)
+			retry, err := push(newTestUploader(tel, l), l, tt.records...)
 			assert.Equal(t, tt.journal, l.journal.take())
 			assert.Equal(t, tt.retry, retry, "the records handed back")
 			if tt.retry == nil {
@@ -211,29 +216,37 @@ func TestTheRetryOfAFailedUploadResumesItsObjectFromWhereItStopped(t *testing.T)
 	tests := []struct {
 		name    string
 		fail    map[string][]error
-		journal []string // the retry's
+		journal []string // the retry's, after the object's own line
 	}{
 		{"a failed PUT is put again with its URL and range, not presigned again", map[string][]error{"put": {unavailable}},
-			[]string{"delivered? 1", "object of step 10: resumed, range 0", "put", "save: put", "confirm", "done: 1 episodes delivered"}},
+			[]string{"put", "save: put", "confirm", "done: 1 episodes delivered"}},
 		{"a failed confirm is only confirmed again", map[string][]error{"confirm": {serverError}},
-			[]string{"delivered? 1", "object of step 10: resumed, range 0", "confirm", "done: 1 episodes delivered"}},
+			[]string{"confirm", "done: 1 episodes delivered"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			l := newFakeLedger()
-			l.sink = &platformtest.Sink{Note: func(r string) { l.journal.add("%s", r) }, Fail: tt.fail}
-			u := newTestUploader(&countingTel{})
-			retry, err := push(u, l, episodeAt(10, "a"))
-			require.Error(t, err)
-			require.Equal(t, map[Loc]bool{{Record: 0}: true}, retry)
-			l.journal.take()
+		for _, restart := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s (restart: %v)", tt.name, restart), func(t *testing.T) {
+				l := newFakeLedger()
+				l.sink = &platformtest.Sink{Note: func(r string) { l.journal.add("%s", r) }, Fail: maps.Clone(tt.fail)}
+				u := newTestUploader(&countingTel{}, l)
+				retry, err := push(u, l, episodeAt(10, "a"))
+				require.Error(t, err)
+				require.Equal(t, map[Loc]bool{{Record: 0}: true}, retry)
+				l.journal.take()
 
-			retry, err = push(u, l, episodeAt(10, "a"))
-			require.NoError(t, err)
-			assert.Nil(t, retry)
-			assert.Equal(t, tt.journal, l.journal.take())
-			assert.Empty(t, l.pendingObjects())
-		})
+				want := append([]string{"delivered? 1"}, tt.journal...)
+				if restart {
+					// A new process knows the object from the store alone.
+					u = newTestUploader(&countingTel{}, l)
+					want = append([]string{"delivered? 1", "object of step 10: resumed, range 0"}, tt.journal...)
+				}
+				retry, err = push(u, l, episodeAt(10, "a"))
+				require.NoError(t, err)
+				assert.Nil(t, retry)
+				assert.Equal(t, want, l.journal.take())
+				assert.Empty(t, l.pendingObjects())
+			})
+		}
 	}
 }
 

@@ -16,9 +16,9 @@ import (
 )
 
 // Sink stores objects as platform.Online does: presign, PUT and confirm,
-// saving the progress after each of the first two and resuming from what
-// an earlier attempt saved. Each request is told to Note (when set) before
-// it is answered; a request fails with the next error Fail scripts for it.
+// one a call of Advance, resuming from the progress it is given. Each
+// request is told to Note (when set) before it is answered; a request
+// fails with the next error Fail scripts for it.
 type Sink struct {
 	Note func(request string)
 
@@ -28,22 +28,23 @@ type Sink struct {
 
 var _ platform.Objects = (*Sink)(nil)
 
-func (s *Sink) Store(_ context.Context, runID string, obj platform.Object, _ []byte, save func(platform.Object)) error {
-	if obj.URL == "" {
+func (s *Sink) Advance(_ context.Context, runID string, obj platform.Object, _ []byte) (platform.Object, bool, error) {
+	switch {
+	case obj.URL == "":
 		if err := s.request("presign"); err != nil {
-			return err
+			return obj, false, err
 		}
 		obj.URL = fmt.Sprintf("https://objects/%s/%d/%d", runID, obj.Step, obj.Range)
-		save(obj)
-	}
-	if !obj.Put {
+		obj.Key = obj.URL
+		return obj, false, nil
+	case !obj.Put:
 		if err := s.request("put"); err != nil {
-			return err
+			return obj, false, err
 		}
 		obj.Put = true
-		save(obj)
+		return obj, false, nil
 	}
-	return s.request("confirm")
+	return obj, true, s.request("confirm")
 }
 
 func (s *Sink) request(name string) error {

@@ -1,4 +1,4 @@
-package runs_test
+package upload_test
 
 import (
 	"context"
@@ -15,9 +15,10 @@ import (
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/upload"
 )
 
-func TestAPendingUploadKeepsItsRangeAndProgressUntilItsConfirmMarksItsEpisodesDelivered(t *testing.T) {
+func TestAnObjectKeepsItsRangeAndProgressUntilItsConfirmMarksItsEpisodesDelivered(t *testing.T) {
 	tests := []struct {
 		name  string
 		fail  string
@@ -36,7 +37,9 @@ func TestAPendingUploadKeepsItsRangeAndProgressUntilItsConfirmMarksItsEpisodesDe
 				sink.Fail = map[string][]error{tt.fail: {errors.New(tt.fail + " failed")}}
 			}
 			logger := zap.NewNop()
-			reg := runs.New(fleettest.Config(), runs.Deps{API: &fleettest.CountingRuns{}, Objects: sink, Store: runstore.NewMemStore(),
+			store := runstore.NewMemStore()
+			objects := upload.NewObjects(sink, store, logonce.New(logger, 0))
+			reg := runs.New(fleettest.Config(), runs.Deps{API: &fleettest.CountingRuns{}, Store: store,
 				Logger: logger, Warn: logonce.New(logger, 0), Tel: &fleettest.Tally{}})
 			reg.Start()
 			t.Cleanup(func() { require.NoError(t, reg.Shutdown(context.Background())) })
@@ -47,9 +50,9 @@ func TestAPendingUploadKeepsItsRangeAndProgressUntilItsConfirmMarksItsEpisodesDe
 			const fp, step = 0xabc, 10
 			episodes := []uint64{1, 2}
 
-			first := l.Pending(ctx, fp, step)
-			require.Equal(t, int64(0), first.Range(), "a new object takes the step's first range")
-			err = first.Send(ctx, []byte("parquet"), episodes)
+			first := objects.Take(ctx, l, fp, step)
+			require.Equal(t, int64(0), first.Range, "a new object takes the step's first range")
+			err = objects.Send(ctx, l, fp, first, []byte("parquet"), episodes)
 			if tt.fail == "" {
 				require.NoError(t, err)
 				assert.Equal(t, []string{"presign", "put", "confirm"}, requests)
@@ -59,15 +62,15 @@ func TestAPendingUploadKeepsItsRangeAndProgressUntilItsConfirmMarksItsEpisodesDe
 				require.NoError(t, err)
 				assert.Equal(t, []bool{false, false}, undelivered, "nothing is delivered before the confirm")
 				requests = nil
-				again := l.Pending(ctx, fp, step)
-				assert.Equal(t, first.Range(), again.Range(), "the retry keeps its range")
-				require.NoError(t, again.Send(ctx, []byte("parquet"), episodes))
+				again := objects.Take(ctx, l, fp, step)
+				assert.Equal(t, first.Range, again.Range, "the retry keeps its range")
+				require.NoError(t, objects.Send(ctx, l, fp, again, []byte("parquet"), episodes))
 				assert.Equal(t, tt.again, requests, "the retry resumes where the first attempt stopped")
 			}
 			delivered, err := l.Delivered(ctx, step, episodes)
 			require.NoError(t, err)
 			assert.Equal(t, []bool{true, true}, delivered, "the confirm marks the episodes delivered")
-			assert.Equal(t, int64(1), l.Pending(ctx, fp, step).Range(), "a confirmed upload is forgotten: the same object again is a new one")
+			assert.Equal(t, int64(1), objects.Take(ctx, l, fp, step).Range, "a confirmed object is forgotten: the same object again is a new one")
 		})
 	}
 }

@@ -1,0 +1,140 @@
+package upload
+
+import (
+	"context"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"go.uber.org/zap"
+
+	"github.com/primeintellect/primeexporter/internal/logonce"
+	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/runstore"
+)
+
+// ObjectStore keeps each sample object's upload under a key of its own,
+// by its run's key and its fingerprint: a restart, or another collector of
+// a fleet, resumes it from there. ConfirmObject marks the object's
+// episodes delivered and forgets it in one write. runstore's stores are
+// ObjectStores; MemStore remembers nothing, so Objects keeps what is in
+// flight itself.
+type ObjectStore interface {
+	Object(ctx context.Context, runKey string, fp uint64) (runstore.SavedObject, bool, error)
+	SaveObject(ctx context.Context, runKey string, fp uint64, so runstore.SavedObject) error
+	ConfirmObject(ctx context.Context, runKey string, fp uint64, step int64, episodes []uint64) error
+	DropObject(ctx context.Context, runKey string, fp uint64) error
+}
+
+// ObjectRun is what an object's upload needs of its run: its platform id
+// and store key, a new range for a step, and its close-out counts.
+type ObjectRun interface {
+	ID() string
+	Key() string
+	NextRange(ctx context.Context, step int64) int64
+	Count(name string, n int64)
+}
+
+// Objects owns sample objects from their range to their confirm: Take
+// gives an object its range (or resumes it), and Send takes it through
+// the platform's stages, writing its own key after each one but the last
+// and its confirm with its episodes delivered. Three writes an object, of
+// its own size, and nothing else: the run's record is not written.
+type Objects struct {
+	platform platform.Objects
+	store    ObjectStore
+	warn     *logonce.Logger
+	// inflight is what this process knows of unconfirmed objects, so that
+	// a retry resumes without a read, and without any store at all.
+	inflight *lru.Cache[objectKey, platform.Object]
+}
+
+type objectKey struct {
+	run string
+	fp  uint64
+}
+
+// maxInflightObjects bounds the unconfirmed objects remembered in memory;
+// past it the least recently touched is forgotten here, and read from the
+// store when its retry comes.
+const maxInflightObjects = 4096
+
+// NewObjects returns the objects' owner over the platform's objects route
+// and store.
+func NewObjects(p platform.Objects, store ObjectStore, warn *logonce.Logger) *Objects {
+	inflight, _ := lru.New[objectKey, platform.Object](maxInflightObjects) // errs only on a size < 1
+	return &Objects{platform: p, store: store, warn: warn, inflight: inflight}
+}
+
+// Take returns object fp of step: where an earlier attempt left it (in
+// this process, before a restart, or in another collector of the fleet),
+// or new, with a range of its own, which nothing is written for: an
+// object only exists for the platform once it is confirmed.
+func (o *Objects) Take(ctx context.Context, r ObjectRun, fp uint64, step int64) platform.Object {
+	k := objectKey{r.Key(), fp}
+	if obj, ok := o.inflight.Get(k); ok {
+		return obj
+	}
+	so, found, err := o.store.Object(ctx, r.Key(), fp)
+	if err == nil && found && (so.RunID == "" || so.RunID == r.ID()) {
+		obj := objectOf(so)
+		o.inflight.Add(k, obj)
+		return obj
+	}
+	obj := platform.Object{Step: step, Range: r.NextRange(ctx, step)}
+	o.inflight.Add(k, obj)
+	return obj
+}
+
+// Send stores body as obj: each stage the platform makes is saved under
+// the object's key before the next, so a retry or a restart resumes it (a
+// URL still valid is used again; after a PUT only the confirm is left).
+// The confirm marks its episodes delivered and forgets it. An object the
+// platform refuses for good is forgotten too.
+func (o *Objects) Send(ctx context.Context, r ObjectRun, fp uint64, obj platform.Object, body []byte, episodes []uint64) error {
+	k := objectKey{r.Key(), fp}
+	for {
+		next, done, err := o.platform.Advance(ctx, r.ID(), obj, body)
+		if err != nil {
+			if platform.Permanent(err) {
+				o.inflight.Remove(k)
+				_ = o.store.DropObject(ctx, r.Key(), fp)
+			}
+			return err
+		}
+		if done {
+			break
+		}
+		obj = next
+		o.inflight.Add(k, obj)
+		if err := o.store.SaveObject(ctx, r.Key(), fp, savedObject(r.ID(), obj)); err != nil {
+			o.warn.Warn("object\x00"+r.ID(), "Could not save a sample object's progress to storage; after a restart it is presigned or put again", zap.String("run_id", r.ID()), zap.Error(err))
+		}
+	}
+	o.inflight.Remove(k)
+	// A crash between the confirm and this write is the one window in
+	// which a replayed batch can find these episodes undelivered; its
+	// object, saved as put, is then only confirmed again.
+	if err := o.store.ConfirmObject(ctx, r.Key(), fp, obj.Step, episodes); err != nil {
+		o.warn.Warn("delivered\x00"+r.ID(), "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", r.ID()), zap.Error(err))
+	}
+	r.Count("sample_rows", int64(len(episodes)))
+	r.Count("sample_objects", 1)
+	r.Count("sample_bytes", int64(len(body)))
+	return nil
+}
+
+// savedObject and objectOf convert an object's progress to its store
+// record and back.
+func savedObject(runID string, o platform.Object) runstore.SavedObject {
+	return runstore.SavedObject{
+		RunID: runID, Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
+		PresignedAt: o.PresignedAt, ExpiresIn: int64(o.ExpiresIn / time.Second), Put: o.Put,
+	}
+}
+
+func objectOf(o runstore.SavedObject) platform.Object {
+	return platform.Object{
+		Step: o.Step, Range: o.Range, URL: o.URL, Key: o.Key,
+		PresignedAt: o.PresignedAt, ExpiresIn: time.Duration(o.ExpiresIn) * time.Second, Put: o.Put,
+	}
+}
