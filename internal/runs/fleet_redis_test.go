@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 
-	"github.com/primeintellect/primeexporter/internal/fleettest"
-	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
+	"github.com/primeintellect/primeexporter/internal/testkit/redistest"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
