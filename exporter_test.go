@@ -26,9 +26,9 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
-	"github.com/primeintellect/primeexporter/internal/memstorage"
 	"github.com/primeintellect/primeexporter/internal/platform"
-	"github.com/primeintellect/primeexporter/internal/redistest"
+	"github.com/primeintellect/primeexporter/internal/testkit/memstorage"
+	"github.com/primeintellect/primeexporter/internal/testkit/redistest"
 	"github.com/primeintellect/primeexporter/rft"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )

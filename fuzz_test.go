@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/primeintellect/primeexporter/internal/fuzzbytes"
 	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/testkit/fuzzbytes"
 )
 
 // resourceKeys are the resource attributes the logs language picks from.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primeintellect/primeexporter/internal/freeport"
+	"github.com/primeintellect/primeexporter/internal/testkit/freeport"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"

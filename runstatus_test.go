@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primeintellect/primeexporter/internal/freeport"
+	"github.com/primeintellect/primeexporter/internal/testkit/freeport"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

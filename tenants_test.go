@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/primeintellect/primeexporter/internal/memstorage"
+	"github.com/primeintellect/primeexporter/internal/testkit/memstorage"
 
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )

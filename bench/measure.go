@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/primeintellect/primeexporter/internal/freeport"
+	"github.com/primeintellect/primeexporter/internal/testkit/freeport"
 
 	"github.com/primeintellect/primeexporter/bench/internal/procstat"
 )

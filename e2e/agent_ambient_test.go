@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/primeintellect/primeexporter/internal/scrapetest"
+	"github.com/primeintellect/primeexporter/internal/testkit/scrapetest"
 )
 
 // systemKeysOf reads an offline run's system/ keys from its metrics.jsonl.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primeintellect/primeexporter/internal/scrapetest"
+	"github.com/primeintellect/primeexporter/internal/testkit/scrapetest"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -121,7 +121,7 @@ func runByName(t *testing.T, c *collector, platform *rfttest.Server, name string
 func TestTwoTrainerPodsOnOneNodeEachGetOnlyTheirOwnGPUs(t *testing.T) {
 	otelcol, trainer := binaries(t)
 	// dcgm-exporter's text for one node's 4 GPUs: 0 and 1 held by pod
-	// trainer-a-0, 2 and 3 by trainer-b-0 (internal/scrapetest/testdata).
+	// trainer-a-0, 2 and 3 by trainer-b-0 (internal/testkit/scrapetest/testdata).
 	dcgm := standIn(t, scrapetest.DCGM4GPU2Pods, 1)
 	// A node's collector: no run key of its own, GPUs bound by pod.
 	rig := startAmbientRig(t, otelcol, []string{"deploy/gpu-metrics.yaml"}, "PRIME_DCGM_ENDPOINT="+dcgm.Addr())

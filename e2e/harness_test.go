@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primeintellect/primeexporter/internal/freeport"
+	"github.com/primeintellect/primeexporter/internal/testkit/freeport"
 )
 
 // binaries returns the built collector and demo trainer, failing the test

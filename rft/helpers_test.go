@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primeintellect/primeexporter/internal/freeport"
+	"github.com/primeintellect/primeexporter/internal/testkit/freeport"
 )
 
 // testKey is distinctive so that a test can prove it never leaks.

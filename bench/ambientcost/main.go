@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/primeintellect/primeexporter/bench/internal/procstat"
-	"github.com/primeintellect/primeexporter/internal/freeport"
-	"github.com/primeintellect/primeexporter/internal/scrapetest"
+	"github.com/primeintellect/primeexporter/internal/testkit/freeport"
+	"github.com/primeintellect/primeexporter/internal/testkit/scrapetest"
 )
 
 func main() {

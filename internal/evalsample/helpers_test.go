@@ -11,7 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/pdatajson"
+	"github.com/primeintellect/primeexporter/internal/testkit/pdatajson"
 
 	"github.com/primeintellect/primeexporter/internal/reject"
 )

@@ -22,7 +22,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/primeintellect/primeexporter/internal/memstorage"
+	"github.com/primeintellect/primeexporter/internal/testkit/memstorage"
 )
 
 var storageID = component.MustNewID("file_storage")

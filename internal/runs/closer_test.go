@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/fleettest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/stepmetrics"
+	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 

@@ -12,13 +12,13 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.uber.org/zap"
 
-	"github.com/primeintellect/primeexporter/internal/fleettest"
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/platform/platformtest"
-	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
+	"github.com/primeintellect/primeexporter/internal/testkit/redistest"
 	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )

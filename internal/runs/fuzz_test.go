@@ -13,7 +13,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/fuzzbytes"
+	"github.com/primeintellect/primeexporter/internal/testkit/fuzzbytes"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 

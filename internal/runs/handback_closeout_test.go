@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/fleettest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 

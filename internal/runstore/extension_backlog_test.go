@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/primeintellect/primeexporter/internal/fleettest"
-	"github.com/primeintellect/primeexporter/internal/memstorage"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
+	"github.com/primeintellect/primeexporter/internal/testkit/memstorage"
 )
 
 func TestAFullDiskKeepsTheRunRegistryInMemoryAndWritesItWhenSpaceComesBack(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
-	"github.com/primeintellect/primeexporter/internal/memstorage"
+	"github.com/primeintellect/primeexporter/internal/testkit/memstorage"
 )
 
 // markSteps marks steps [from, to) of run, perStep fingerprints each:

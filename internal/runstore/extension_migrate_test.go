@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/primeintellect/primeexporter/internal/memstorage"
+	"github.com/primeintellect/primeexporter/internal/testkit/memstorage"
 )
 
 // writeOldLayout writes what the release before wrote for a run's

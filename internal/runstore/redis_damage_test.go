@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/primeintellect/primeexporter/internal/fleettest"
-	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
+	"github.com/primeintellect/primeexporter/internal/testkit/redistest"
 )
 
 // sharedGoesOn is what a collector that takes the run over after the

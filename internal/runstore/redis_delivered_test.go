@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/primeintellect/primeexporter/internal/redistest"
+	"github.com/primeintellect/primeexporter/internal/testkit/redistest"
 )
 
 // roundTrips counts a client's round trips to Redis: a command, or a

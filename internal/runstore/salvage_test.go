@@ -14,11 +14,11 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/primeintellect/primeexporter/internal/fleettest"
-	"github.com/primeintellect/primeexporter/internal/memstorage"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
+	"github.com/primeintellect/primeexporter/internal/testkit/memstorage"
 )
 
 // The stored run of these tests: prime.run.key "a", created as run-1, an

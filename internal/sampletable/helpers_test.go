@@ -9,7 +9,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/pdatajson"
+	"github.com/primeintellect/primeexporter/internal/testkit/pdatajson"
 )
 
 // testNow is the clock reading the tests hand to FromRecord.

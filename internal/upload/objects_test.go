@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
-	"github.com/primeintellect/primeexporter/internal/fleettest"
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/platform/platformtest"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
 	"github.com/primeintellect/primeexporter/internal/upload"
 )
 

@@ -15,10 +15,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
-	"github.com/primeintellect/primeexporter/internal/fleettest"
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/platform/platformtest"
 	"github.com/primeintellect/primeexporter/internal/sampletable"
+	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
 	"github.com/primeintellect/primeexporter/rft"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )

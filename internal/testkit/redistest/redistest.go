@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primeintellect/primeexporter/internal/freeport"
+	"github.com/primeintellect/primeexporter/internal/testkit/freeport"
 )
 
 // Server is one redis-server of a test.

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/primeintellect/primeexporter/internal/freeport"
+	"github.com/primeintellect/primeexporter/internal/testkit/freeport"
 )
 
 func newServer(t *testing.T, text []byte, seed int64) *Server {

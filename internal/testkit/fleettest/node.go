@@ -14,9 +14,9 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/platform"
-	"github.com/primeintellect/primeexporter/internal/redistest"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/testkit/redistest"
 )
 
 // Config is the registry configuration of these tests: a team required and
