@@ -18,6 +18,7 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/ambient"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/tenants"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -107,8 +108,8 @@ type Config struct {
 	// SharedRegistry keeps the run registry in Redis, shared by every
 	// collector configured with the same one; exclusive with Storage.
 	SharedRegistry configoptional.Optional[SharedRegistryConfig] `mapstructure:"shared_registry"`
-	// Tenants makes a multi-tenant gateway (config_tenants.go).
-	Tenants TenantsConfig `mapstructure:"tenants"`
+	// Tenants makes a multi-tenant gateway (internal/tenants).
+	Tenants tenants.Config `mapstructure:"tenants"`
 }
 
 // SharedRegistryConfig shares the run registry between collectors: node
@@ -255,7 +256,9 @@ func (cfg *Config) Validate() error {
 	if err := cfg.Ambient.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := cfg.Tenants.validate(cfg); err != nil {
+	if err := cfg.Tenants.Validate(tenants.Rest{
+		Mode: string(cfg.Mode), APIKey: cfg.APIKey != "", SharedRegistry: cfg.SharedRegistry.HasValue(), Traces: cfg.Traces.Enabled,
+	}); err != nil {
 		errs = append(errs, err)
 	}
 	if sr := cfg.SharedRegistry.Get(); sr != nil {
@@ -301,6 +304,12 @@ func validateAbsoluteURL(raw string) error {
 		return fmt.Errorf("%q must be an absolute http(s) URL", raw)
 	}
 	return nil
+}
+
+// queueConfig is sending_queue as the helper gets it: on a multi-tenant
+// gateway, partitioned by the sender's key.
+func (cfg *Config) queueConfig() configoptional.Optional[exporterhelper.QueueBatchConfig] {
+	return cfg.Tenants.Queue(cfg.QueueConfig)
 }
 
 // queueFlush is the sending queue's batch flush_timeout, 0 without one.

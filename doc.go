@@ -17,12 +17,18 @@
 //   - internal/platform: the online and offline backends, chosen once at
 //     start, and the exporter's one retry policy.
 //   - internal/stepmetrics, internal/sampletable: pure mappings from pdata.
+//   - internal/sharedcomponent: one exporter per config for both
+//     pipelines, its start, shutdown and component status.
+//   - internal/tenants: a multi-tenant gateway's backends and its
+//     tenants::* settings.
+//   - internal/runstatus: the exporter as a source of the prime_status
+//     route.
 //
 // Design decisions of the wiring:
 //
 //   - One exporter per config, shared by the metrics and the logs exporter
-//     the collector builds for it (the otlp receiver's pattern), so a run's
-//     two signals share one run registry and one platform run.
+//     the collector builds for it (contrib's sharedcomponent pattern), so a
+//     run's two signals share one run registry and one platform run.
 //   - A push maps each resource (stepmetrics, sampletable), hands the result
 //     to the run's lease, and returns only what failed, so exporterhelper's
 //     replay of the push is safe (see internal/platform for the retry

@@ -18,7 +18,10 @@ import (
 	"github.com/primeintellect/primeexporter/internal/queuefill"
 	"github.com/primeintellect/primeexporter/internal/queuestore"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstatus"
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/sharedcomponent"
+	"github.com/primeintellect/primeexporter/internal/tenants"
 	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft"
 )
@@ -34,27 +37,22 @@ type primeExporter struct {
 	tel      *telemetry
 	opts     options
 	// status is the component status every pipeline's host hears.
-	status *status
+	status *sharedcomponent.Status
 	// queues reads both signals' sending queue fill, for the outage
 	// warning.
 	queues queuefill.Queues
 
-	// onLastShutdown removes the exporter from its factory's share, so a
-	// reload builds a fresh one.
-	onLastShutdown func()
-
-	// stopping closes at the first shutdown notice (see stopNotifier).
+	// stopping closes at the first shutdown notice (BeginShutdown).
 	stopping     chan struct{}
 	stoppingOnce sync.Once
 
-	mu     sync.Mutex
-	starts int
-	live   *backend // nil before start, and in disabled mode
-	// tenants replaces live on a multi-tenant gateway (tenants.go).
-	tenants *tenants
+	mu   sync.Mutex
+	live *backend // nil before start, and in disabled mode
+	// tenants replaces live on a multi-tenant gateway.
+	tenants *tenants.Gateway[*backend]
 	// unregister removes the exporter from the status extensions it
-	// answers for (runstatus.go).
-	unregister []func()
+	// answers for (internal/runstatus).
+	unregister func()
 }
 
 // backend is what start chose: the lifecycle, the uploader, and what to
@@ -98,28 +96,27 @@ func withCloseOutPause(pause func(ctx context.Context, d time.Duration) error) o
 	return func(o *options) { o.runs = append(o.runs, runs.WithPause(pause)) }
 }
 
-func newPrimeExporter(cfg *Config, set exporter.Settings, opts ...option) (*primeExporter, error) {
+// newPrimeExporter builds the exporter the pipelines of cfg share, which
+// reports through status (internal/sharedcomponent).
+func newPrimeExporter(cfg *Config, set exporter.Settings, status *sharedcomponent.Status, opts ...option) (*primeExporter, error) {
 	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
-	e := &primeExporter{cfg: cfg, settings: set, logger: set.Logger, tel: tel, status: newStatus(), stopping: make(chan struct{})}
+	e := &primeExporter{cfg: cfg, settings: set, logger: set.Logger, tel: tel, status: status, stopping: make(chan struct{})}
 	for _, o := range opts {
 		o(&e.opts)
 	}
 	return e, nil
 }
 
-// start chooses the backends once, on the first pipeline's start: the HTTP
-// client is made here because auth extensions exist only now.
-func (e *primeExporter) start(ctx context.Context, host component.Host) error {
+// Start chooses the backends, once, on the first pipeline's start
+// (internal/sharedcomponent): the HTTP client is made here because auth
+// extensions exist only now. What host reports every pipeline's host
+// hears.
+func (e *primeExporter) Start(ctx context.Context, host component.Host) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.starts++
-	e.status.attach(host)
-	if e.starts > 1 {
-		return nil
-	}
 	if err := e.tel.observeRuns(e.openRuns); err != nil {
 		return err
 	}
@@ -137,7 +134,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	switch e.cfg.Mode {
 	case ModeDisabled:
 		e.logger.Info("Prime exporter is disabled: everything it receives is accepted and dropped")
-		e.registerStatus(host)
+		e.unregister = runstatus.Register(host, e.runStatus())
 		return nil
 	case ModeOffline:
 		off, err := platform.NewOffline(e.cfg.Directory)
@@ -165,7 +162,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 				return err
 			}
 			e.tenants = t
-			e.registerStatus(host)
+			e.unregister = runstatus.Register(host, e.runStatus())
 			return nil
 		}
 		online, err := e.onlineBackend(ctx, host)
@@ -191,7 +188,7 @@ func (e *primeExporter) start(ctx context.Context, host component.Host) error {
 	}
 	b.store = store
 	e.live = e.startBackend(ctx, b, rc, deps, traces)
-	e.registerStatus(host)
+	e.unregister = runstatus.Register(host, e.runStatus())
 	return nil
 }
 
@@ -222,7 +219,32 @@ func (e *primeExporter) onlineBackend(ctx context.Context, host component.Host) 
 	if e.cfg.TeamID == "" {
 		e.logger.Warn("No team_id is configured: runs whose resource has no prime.run.team_id cannot be created, and their data is rejected (reason no_team); attached runs need none")
 	}
-	return platform.NewOnline(client, e.status.host(host), e.logger, e.outageOptions()...), nil
+	return platform.NewOnline(client, host, e.logger, e.outageOptions()...), nil
+}
+
+// startTenants starts a multi-tenant gateway (internal/tenants), whose
+// tenants' backends are built as the single key's is, by startBackend.
+func (e *primeExporter) startTenants(ctx context.Context, host component.Host, rc runs.Config, deps runs.Deps) (*tenants.Gateway[*backend], error) {
+	base, err := e.platformClient(ctx, host, tenants.PlaceholderKey)
+	if err != nil {
+		return nil, err
+	}
+	set := tenants.Settings[*backend]{
+		Config: e.cfg.Tenants, Base: base, Runs: rc, Deps: deps, ID: e.settings.ID,
+		Outage: e.outageOptions(), Health: e.status.Health(statusRunRegistry),
+		Build: func(ctx context.Context, rc runs.Config, deps runs.Deps, t tenants.Tenant) (*backend, *runs.Registry) {
+			// No Prime Traces: tenants.Config refuses traces::enabled.
+			b := e.startBackend(ctx, &backend{warn: deps.Warn, closeIdle: t.CloseIdle, ambient: newAmbientState(e.cfg.Ambient), objects: t.Objects, store: t.Store}, rc, deps, nil)
+			return b, b.reg
+		},
+	}
+	if e.cfg.Storage != nil {
+		if set.Storage, err = e.storageExtension(host); err != nil {
+			return nil, err
+		}
+		set.StorageName = e.cfg.Storage.String()
+	}
+	return tenants.Start(ctx, set)
 }
 
 // platformClient builds the platform client for key: the API client from
@@ -299,9 +321,14 @@ func (e *primeExporter) outageOptions() []outage.Option {
 		outage.WithBacklog(func() []zap.Field {
 			return []zap.Field{zap.String("queue", e.queues.Describe(context.Background(), unit))}
 		}),
-		outage.WithHealth(func(service string, err error) { e.status.set(service, err) }),
+		outage.WithHealth(e.status.Set),
 	}, e.opts.outage...)
 }
+
+// statusRunRegistry is the run registry's source of the component status,
+// named as the operator knows it. The outage watches name theirs
+// ("platform API", "object storage", "Prime Traces").
+const statusRunRegistry = "run registry"
 
 // openStore opens the storage extension's client, or says plainly what a
 // restart will cost without one.
@@ -331,10 +358,10 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (reg
 		// collector: it would only start again into the same error.
 		e.logger.Error("Cannot open the run registry in storage: the exporter goes on without it, as without storage (a restart forgets its runs, and runs created before are created again); move the damaged file aside, or set the file_storage extension's recreate: true",
 			zap.String("storage", e.cfg.Storage.String()), zap.Error(err))
-		e.status.set(statusRunRegistry, fmt.Errorf("storage: %w", err))
+		e.status.Set(statusRunRegistry, fmt.Errorf("storage: %w", err))
 		return runstore.NewMemStore(), nil
 	}
-	return runstore.NewExtensionStore(client, runstore.ExtensionOptions{Logger: e.logger, Name: e.cfg.Storage.String(), Health: e.status.health(statusRunRegistry)}), nil
+	return runstore.NewExtensionStore(client, runstore.ExtensionOptions{Logger: e.logger, Name: e.cfg.Storage.String(), Health: e.status.Health(statusRunRegistry)}), nil
 }
 
 // storageExtension is the extension storage names.
@@ -367,31 +394,24 @@ func (e *primeExporter) sharedStore(ctx context.Context, rc RedisConfig) (regist
 		zap.String("endpoint", rc.Endpoint), zap.Int("db", rc.DB), zap.String("prefix", rc.Prefix), zap.Bool("tls", tlsConfig != nil))
 	return runstore.NewRedisStore(runstore.RedisOptions{
 		Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix, TLS: tlsConfig,
-		Logger: e.logger, Health: e.status.health(statusRunRegistry),
+		Logger: e.logger, Health: e.status.Health(statusRunRegistry),
 	}), nil
 }
 
-// shutdown lets the last pipeline finish the pending close-outs; runs that
-// did not end stay open on the platform.
-func (e *primeExporter) shutdown(ctx context.Context) error {
+// Shutdown, after the last pipeline's, finishes the pending close-outs;
+// runs that did not end stay open on the platform.
+func (e *primeExporter) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.starts == 0 {
-		return nil
-	}
-	e.starts--
-	if e.starts > 0 {
-		return nil
-	}
-	if e.onLastShutdown != nil {
-		e.onLastShutdown()
-	}
 	e.tel.stopObserving()
-	e.unregisterStatus()
+	if e.unregister != nil {
+		e.unregister()
+		e.unregister = nil
+	}
 	b, t := e.live, e.tenants
 	e.live, e.tenants = nil, nil
 	if t != nil {
-		return t.shutdown(ctx)
+		return t.Shutdown(ctx)
 	}
 	if b == nil {
 		return nil
@@ -400,24 +420,11 @@ func (e *primeExporter) shutdown(ctx context.Context) error {
 	return b.reg.Shutdown(ctx)
 }
 
-// beginShutdown runs before exporterhelper drains its queue (see
-// stopNotifier): in-place waits end, so the drain ends within the
-// collector's shutdown deadline.
-func (e *primeExporter) beginShutdown() {
+// BeginShutdown runs at each pipeline's shutdown, before its
+// exporterhelper drains its queue: in-place waits end, so the drain ends
+// within the collector's shutdown deadline.
+func (e *primeExporter) BeginShutdown() {
 	e.stoppingOnce.Do(func() { close(e.stopping) })
-}
-
-// stopNotifier wraps an exporterhelper exporter so the shared exporter
-// learns of a shutdown before the helper's queue drain, which runs before
-// the helper calls the exporter's own shutdown.
-type stopNotifier struct {
-	component.Component
-	e *primeExporter
-}
-
-func (s stopNotifier) Shutdown(ctx context.Context) error {
-	s.e.beginShutdown()
-	return s.Component.Shutdown(ctx)
 }
 
 // queueHost is the host the signal's exporterhelper starts on: with a
@@ -442,7 +449,7 @@ func (e *primeExporter) openRuns() (n int, idlest time.Duration) {
 		regs = append(regs, b.reg)
 	}
 	if t != nil {
-		regs = append(regs, t.registries()...)
+		regs = append(regs, t.Registries()...)
 	}
 	for _, reg := range regs {
 		k, d := reg.Open()
@@ -462,7 +469,7 @@ func (e *primeExporter) backend() *backend {
 
 // backendFor is the backend for a push of records of signal: the one
 // backend, or on a multi-tenant gateway the sender's, named by the key in
-// ctx's metadata. An error says the data is not taken (tenants.backendFor).
+// ctx's metadata. An error says the data is not taken (tenants.Gateway.For).
 func (e *primeExporter) backendFor(ctx context.Context, signal string, records int) (*backend, error) {
 	e.mu.Lock()
 	b, t := e.live, e.tenants
@@ -470,5 +477,24 @@ func (e *primeExporter) backendFor(ctx context.Context, signal string, records i
 	if t == nil {
 		return b, nil
 	}
-	return t.backendFor(ctx, signal, records)
+	return t.For(ctx, signal, records)
+}
+
+// runStatus is the exporter as the prime_status route asks it: the run
+// registry serving now, and where its runs can be seen.
+func (e *primeExporter) runStatus() runstatus.Source {
+	src := runstatus.Source{Disabled: e.cfg.Mode == ModeDisabled, Registry: e.registry, Where: runstatus.Dashboards(e.cfg.FrontendURL)}
+	if e.cfg.Mode == ModeOffline {
+		src.Where = runstatus.Directories(e.cfg.Directory)
+	}
+	return src
+}
+
+// registry is the run registry serving now; nil in disabled mode, before
+// start, after shutdown and on a multi-tenant gateway.
+func (e *primeExporter) registry() runstatus.Registry {
+	if b := e.backend(); b != nil {
+		return b.reg
+	}
+	return nil
 }

@@ -185,7 +185,7 @@ func TestAShutdownEndsThePushesWaitingInPlace(t *testing.T) {
 		done <- h.exp.pushMetrics(context.Background(), gauges(trainRun("slow"), map[int64]map[string]float64{1: {"loss": 1}}))
 	}()
 	require.Eventually(t, func() bool { return len(srv.Requests()) == 1 }, 5*time.Second, time.Millisecond, "the push is waiting out Retry-After")
-	h.exp.beginShutdown()
+	h.exp.BeginShutdown()
 	select {
 	case err := <-done:
 		require.Error(t, err)

@@ -2,7 +2,6 @@ package primeexporter
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -15,7 +14,9 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/ambient"
 	"github.com/primeintellect/primeexporter/internal/metadata"
+	"github.com/primeintellect/primeexporter/internal/sharedcomponent"
 	"github.com/primeintellect/primeexporter/internal/tenant"
+	"github.com/primeintellect/primeexporter/internal/tenants"
 )
 
 const (
@@ -24,16 +25,16 @@ const (
 	defaultTracesEndpoint = "https://prime-traces.pintel.dev"
 )
 
-// NewFactory returns the prime exporter's factory. The factory owns the
-// share that lets the metrics and logs exporters of one config use one run
-// registry.
+// NewFactory returns the prime exporter's factory. The factory keeps one
+// exporter per config, which its metrics and logs exporters share so that
+// a run's two signals use one run registry.
 func NewFactory() exporter.Factory {
 	return newFactory()
 }
 
 // newFactory is NewFactory with test seams for every exporter it builds.
 func newFactory(opts ...option) exporter.Factory {
-	s := &share{exporters: map[component.ID]*primeExporter{}, opts: opts}
+	s := newExporters(opts...)
 	return exporter.NewFactory(
 		metadata.Type,
 		createDefaultConfig,
@@ -91,7 +92,7 @@ func createDefaultConfig() component.Config {
 		FinalizeTimeout: 2 * time.Minute,
 		// Off until configured; a configured block gets these defaults.
 		SharedRegistry: configoptional.Default(SharedRegistryConfig{Redis: RedisConfig{Prefix: "prime"}}),
-		Tenants:        TenantsConfig{MaxOpenRuns: 32, MaxTenants: 1000, KeyTTL: tenant.DefaultTTL},
+		Tenants:        tenants.Config{MaxOpenRuns: 32, MaxTenants: 1000, KeyTTL: tenant.DefaultTTL},
 	}
 }
 
@@ -119,100 +120,74 @@ func defaultQueueConfig() exporterhelper.QueueBatchConfig {
 	return q
 }
 
-// share hands out one primeExporter per component ID, the pattern the
-// otlp receiver uses for its signals.
-type share struct {
+// exporters hands out the one exporter of each config
+// (internal/sharedcomponent), keyed by its id and config so that a reload's
+// new config builds a fresh one.
+type exporters struct {
 	opts []option
-
-	mu        sync.Mutex
-	exporters map[component.ID]*primeExporter
+	m    *sharedcomponent.Map[exporterKey, *primeExporter]
 }
 
-func (s *share) get(cfg *Config, set exporter.Settings) (*primeExporter, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.exporters[set.ID]; ok && e.cfg == cfg {
-		return e, nil
-	}
-	e, err := newPrimeExporter(cfg, set, s.opts...)
-	if err != nil {
-		return nil, err
-	}
-	e.onLastShutdown = func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.exporters[set.ID] == e {
-			delete(s.exporters, set.ID)
-		}
-	}
-	s.exporters[set.ID] = e
-	return e, nil
+type exporterKey struct {
+	id  component.ID
+	cfg *Config
 }
 
-func (s *share) createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
-	return buildSignal(s, set, c, func(e *primeExporter) (exporter.Metrics, error) {
-		return exporterhelper.NewMetrics(ctx, e.tapQueue(set, "metrics"), c, e.pushMetrics, helperOptions(e)...)
-	}, func(m exporter.Metrics, n stopNotifier) exporter.Metrics { return stoppingMetrics{m, n} })
+func newExporters(opts ...option) *exporters {
+	return &exporters{opts: opts, m: sharedcomponent.NewMap[exporterKey, *primeExporter]()}
 }
 
-func (s *share) createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
-	return buildSignal(s, set, c, func(e *primeExporter) (exporter.Logs, error) {
-		return exporterhelper.NewLogs(ctx, e.tapQueue(set, "logs"), c, e.pushLogs, helperOptions(e)...)
-	}, func(l exporter.Logs, n stopNotifier) exporter.Logs { return stoppingLogs{l, n} })
+// get is the shared exporter of cfg.
+func (s *exporters) get(cfg *Config, set exporter.Settings) (*sharedcomponent.Component[*primeExporter], error) {
+	return s.m.LoadOrStore(exporterKey{set.ID, cfg}, func(status *sharedcomponent.Status) (*primeExporter, error) {
+		return newPrimeExporter(cfg, set, status, s.opts...)
+	})
+}
+
+func (s *exporters) createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
+	return buildSignal(s, set, c, "metrics", func(e *primeExporter, tapped exporter.Settings, opts []exporterhelper.Option) (exporter.Metrics, error) {
+		return exporterhelper.NewMetrics(ctx, tapped, c, e.pushMetrics, opts...)
+	}, sharedcomponent.Metrics[*primeExporter])
+}
+
+func (s *exporters) createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
+	return buildSignal(s, set, c, "logs", func(e *primeExporter, tapped exporter.Settings, opts []exporterhelper.Option) (exporter.Logs, error) {
+		return exporterhelper.NewLogs(ctx, tapped, c, e.pushLogs, opts...)
+	}, sharedcomponent.Logs[*primeExporter])
 }
 
 // buildSignal builds one signal's exporterhelper exporter on the config's
-// shared exporter, and gives it the shutdown notice of stopNotifier.
-func buildSignal[X component.Component](s *share, set exporter.Settings, c component.Config,
-	build func(*primeExporter) (X, error), notify func(X, stopNotifier) X,
+// shared exporter, and wraps it (sharedcomponent.Metrics or Logs) so that
+// its queue starts on a host whose storage client does not drop requests
+// on a full disk (exporter.queueHost).
+func buildSignal[X component.Component](s *exporters, set exporter.Settings, c component.Config, signal string,
+	build func(*primeExporter, exporter.Settings, []exporterhelper.Option) (X, error),
+	wrap func(*sharedcomponent.Component[*primeExporter], X, func(component.Host) component.Host) X,
 ) (X, error) {
 	var none X
-	e, err := s.get(c.(*Config), set)
+	shared, err := s.get(c.(*Config), set)
 	if err != nil {
 		return none, err
 	}
-	x, err := build(e)
+	e := shared.Unwrap()
+	x, err := build(e, e.tapQueue(set, signal), helperOptions(shared, e.cfg))
 	if err != nil {
 		return none, err
 	}
-	return notify(x, stopNotifier{x, e}), nil
+	return wrap(shared, x, func(host component.Host) component.Host { return e.queueHost(host, signal) }), nil
 }
 
-// stoppingMetrics and stoppingLogs are the helpers' exporters with the
-// shutdown notice of stopNotifier, started on a host whose queue storage
-// does not drop requests on a full disk (exporter.queueHost).
-type stoppingMetrics struct {
-	exporter.Metrics
-	stop stopNotifier
-}
-
-func (s stoppingMetrics) Start(ctx context.Context, host component.Host) error {
-	return s.Metrics.Start(ctx, s.stop.e.queueHost(host, "metrics"))
-}
-
-func (s stoppingMetrics) Shutdown(ctx context.Context) error { return s.stop.Shutdown(ctx) }
-
-type stoppingLogs struct {
-	exporter.Logs
-	stop stopNotifier
-}
-
-func (s stoppingLogs) Start(ctx context.Context, host component.Host) error {
-	return s.Logs.Start(ctx, s.stop.e.queueHost(host, "logs"))
-}
-
-func (s stoppingLogs) Shutdown(ctx context.Context) error { return s.stop.Shutdown(ctx) }
-
-// helperOptions wire both signals' exporterhelper to the shared exporter.
-func helperOptions(e *primeExporter) []exporterhelper.Option {
+// helperOptions wire both signals' exporterhelper to the shared exporter,
+// which starts with the first and shuts down after the last.
+func helperOptions(shared *sharedcomponent.Component[*primeExporter], cfg *Config) []exporterhelper.Option {
 	return []exporterhelper.Option{
-		exporterhelper.WithStart(e.start),
-		exporterhelper.WithShutdown(e.shutdown),
+		exporterhelper.WithStart(shared.Start),
+		exporterhelper.WithShutdown(shared.Shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 		// The HTTP client times out each request; a push as a whole is
 		// bounded by the client's brief in-place retries.
 		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{Timeout: 0}),
-		exporterhelper.WithRetry(e.cfg.RetryConfig),
-		exporterhelper.WithQueue(e.cfg.queueConfig()),
+		exporterhelper.WithRetry(cfg.RetryConfig),
+		exporterhelper.WithQueue(cfg.queueConfig()),
 	}
 }

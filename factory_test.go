@@ -190,12 +190,12 @@ func TestAFullQueueRefusesNewDataAtOnceInsteadOfStallingTheTrainer(t *testing.T)
 	signals := []struct {
 		name        string
 		enqueueFail string // exporterhelper's counter of refused records
-		create      func(s *share, set exporter.Settings, cfg *Config) (component.Component, func(i int) error, error)
+		create      func(s *exporters, set exporter.Settings, cfg *Config) (component.Component, func(i int) error, error)
 		records     int64 // records per request
 	}{
 		{
 			name: "metrics", enqueueFail: "otelcol_exporter_enqueue_failed_metric_points", records: 1,
-			create: func(s *share, set exporter.Settings, cfg *Config) (component.Component, func(int) error, error) {
+			create: func(s *exporters, set exporter.Settings, cfg *Config) (component.Component, func(int) error, error) {
 				exp, err := s.createMetrics(context.Background(), set, cfg)
 				if err != nil {
 					return nil, nil, err
@@ -207,7 +207,7 @@ func TestAFullQueueRefusesNewDataAtOnceInsteadOfStallingTheTrainer(t *testing.T)
 		},
 		{
 			name: "logs", enqueueFail: "otelcol_exporter_enqueue_failed_log_records", records: 1,
-			create: func(s *share, set exporter.Settings, cfg *Config) (component.Component, func(int) error, error) {
+			create: func(s *exporters, set exporter.Settings, cfg *Config) (component.Component, func(int) error, error) {
 				exp, err := s.createLogs(context.Background(), set, cfg)
 				if err != nil {
 					return nil, nil, err
@@ -237,10 +237,10 @@ func TestAFullQueueRefusesNewDataAtOnceInsteadOfStallingTheTrainer(t *testing.T)
 				t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 				set := exportertest.NewNopSettings(metadata.Type)
 				set.TelemetrySettings = tel.NewTelemetrySettings()
-				s := &share{exporters: map[component.ID]*primeExporter{}, opts: []option{withClientOptions(func(o *rft.Options) {
+				s := newExporters(withClientOptions(func(o *rft.Options) {
 					o.MaxAttempts = 1
 					o.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-				})}}
+				}))
 				exp, consume, err := sig.create(s, set, cfg)
 				require.NoError(t, err)
 				require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))

@@ -30,6 +30,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/primeintellect/primeexporter/internal/metadata"
+	"github.com/primeintellect/primeexporter/internal/sharedcomponent"
 	"github.com/primeintellect/primeexporter/rft"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
@@ -42,10 +43,13 @@ const testAPIKey = "sk-test-SECRET-7f3a9c"
 type harness struct {
 	t        *testing.T
 	platform *rfttest.Server
-	exp      *primeExporter
-	logs     *observer.ObservedLogs
-	tel      *componenttest.Telemetry
-	host     component.Host
+	// shared is the exporter as the pipelines start and shut it down
+	// (internal/sharedcomponent); exp is the exporter itself.
+	shared *sharedcomponent.Component[*primeExporter]
+	exp    *primeExporter
+	logs   *observer.ObservedLogs
+	tel    *componenttest.Telemetry
+	host   component.Host
 
 	stopOnce sync.Once // shutdown or abandon, once
 }
@@ -90,10 +94,10 @@ func newHarnessWithOptions(t *testing.T, srv *rfttest.Server, cfg *Config, host 
 	set := exportertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	set.Logger = zap.New(core)
-	exp, err := newPrimeExporter(cfg, set, opts...)
+	shared, err := newExporters(opts...).get(cfg, set)
 	require.NoError(t, err)
-	require.NoError(t, exp.start(context.Background(), host))
-	h := &harness{t: t, platform: srv, exp: exp, logs: logs, tel: tel, host: host}
+	require.NoError(t, shared.Start(context.Background(), host))
+	h := &harness{t: t, platform: srv, shared: shared, exp: shared.Unwrap(), logs: logs, tel: tel, host: host}
 	t.Cleanup(func() { h.shutdown() })
 	return h
 }
@@ -104,7 +108,7 @@ func (h *harness) shutdown() {
 	h.stopOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		require.NoError(h.t, h.exp.shutdown(ctx))
+		require.NoError(h.t, h.shared.Shutdown(ctx))
 	})
 }
 

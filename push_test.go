@@ -841,14 +841,15 @@ func BenchmarkPushLogs(b *testing.B) {
 			cfg.APIKey = configopaque.String(testAPIKey)
 			cfg.TeamID = "team-1"
 			set := exportertest.NewNopSettings(metadata.Type)
-			exp, err := newPrimeExporter(cfg, set)
+			shared, err := newExporters().get(cfg, set)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := exp.start(context.Background(), componenttest.NewNopHost()); err != nil {
+			if err := shared.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { _ = exp.shutdown(context.Background()) })
+			b.Cleanup(func() { _ = shared.Shutdown(context.Background()) })
+			exp := shared.Unwrap()
 			batches := make([]plog.Logs, 0, 8)
 			for i := range cap(batches) {
 				batches = append(batches, pushBatch(s, fmt.Sprintf("bench-%d", i), uint64(i)))

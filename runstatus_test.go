@@ -40,7 +40,7 @@ func (h *harness) status(q primestatusextension.Query) primestatusextension.Stat
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return h.exp.RunStatus(ctx, q)
+	return h.exp.runStatus().RunStatus(ctx, q)
 }
 
 func TestAStartRecordCreatesTheRunAndIsNotCountedAsIgnored(t *testing.T) {

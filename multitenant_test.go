@@ -3,16 +3,15 @@ package primeexporter
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumererror"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/primeintellect/primeexporter/internal/testkit/memstorage"
@@ -27,7 +26,8 @@ const (
 )
 
 // newTenantHarness starts a multi-tenant exporter (no key of its own) in
-// front of a fake platform that knows alice and bob.
+// front of a fake platform that knows alice and bob, on a host that hears
+// the component status.
 func newTenantHarness(t *testing.T, edit func(*Config)) *harness {
 	t.Helper()
 	srv := rfttest.NewServer(rfttest.Options{Users: []rfttest.User{{Key: aliceKey, ID: "alice"}, {Key: bobKey, ID: "bob"}}})
@@ -41,7 +41,7 @@ func newTenantHarness(t *testing.T, edit func(*Config)) *harness {
 	if edit != nil {
 		edit(cfg)
 	}
-	return newHarnessWithHost(t, srv, cfg, componenttest.NewNopHost())
+	return newHarnessWithHost(t, srv, cfg, &statusHost{Host: componenttest.NewNopHost()})
 }
 
 // as is a push's context as the receiver makes it for a sender presenting
@@ -146,10 +146,12 @@ func TestARevokedKeyStopsItsTenantOnlyAndANewKeyOfTheSameUserGoesOn(t *testing.T
 	require.Positive(t, h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": "unauthorized"}))
 	require.Zero(t, h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": "platform_rejected"}),
 		"the request that tripped alice's guard counts as unauthorized too")
-	h.exp.status.mu.Lock()
-	permanent := h.exp.status.permanent
-	h.exp.status.mu.Unlock()
-	require.False(t, permanent, "alice's refused key made the component's status a permanent error")
+	host := h.host.(*statusHost)
+	host.mu.Lock()
+	for _, ev := range host.events {
+		require.NotEqual(t, componentstatus.StatusPermanentError, ev.Status(), "alice's refused key made the component's status a permanent error")
+	}
+	host.mu.Unlock()
 
 	h.platform.AddUser(rfttest.User{Key: "sk-alice-NEW-3", ID: "alice"})
 	require.NoError(t, h.exp.pushMetrics(as("sk-alice-NEW-3"), gauges(trainRun("a"), map[int64]map[string]float64{4: {"loss": 4}})))
@@ -245,28 +247,10 @@ func TestATenantsClosedRunsAreRememberedWithinABoundAndTheOldestForgotten(t *tes
 	}, 5*time.Second, 5*time.Millisecond)
 }
 
-// namedStorage gives each client name its own data, as file_storage gives
-// each its own file, outliving the exporters that use it.
-type namedStorage struct {
-	component.StartFunc
-	component.ShutdownFunc
-	mu      sync.Mutex
-	clients map[string]*memstorage.Client
-}
-
-func (n *namedStorage) GetClient(_ context.Context, _ component.Kind, _ component.ID, name string) (storage.Client, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.clients[name] == nil {
-		n.clients[name] = memstorage.New()
-	}
-	return n.clients[name], nil
-}
-
 func TestAfterARestartATenantsIdleRunIsClosedWithItsOwnKeyBeforeItSendsAgain(t *testing.T) {
 	srv := rfttest.NewServer(rfttest.Options{Users: []rfttest.User{{Key: aliceKey, ID: "alice"}, {Key: bobKey, ID: "bob"}}})
 	t.Cleanup(srv.Close)
-	st := &namedStorage{clients: map[string]*memstorage.Client{}}
+	st := memstorage.NewExtension()
 	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{storageID: st}}
 	start := func(idle time.Duration) *harness {
 		cfg := createDefaultConfig().(*Config)
