@@ -238,6 +238,7 @@ func (e *primeExporter) startTenants(ctx context.Context, host component.Host, r
 			return b, b.reg
 		},
 	}
+	set.Revoke = tenants.KeyRevokers(host)
 	if e.cfg.Storage != nil {
 		if set.Storage, err = e.storageExtension(host); err != nil {
 			return nil, err

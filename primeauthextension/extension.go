@@ -47,6 +47,17 @@ var (
 	_ extensionauth.Server = (*authExtension)(nil)
 )
 
+// RevokeKey refuses key from now on, for cache::refused_ttl, though the
+// cache took it as good: the prime exporter of a multi-tenant gateway calls
+// it when the platform refuses a tenant's key mid-run, so that the
+// tenant's trainer is told at its next request instead of for up to
+// cache::ttl. Before Start it does nothing.
+func (a *authExtension) RevokeKey(key string) {
+	if a.verifier != nil {
+		a.verifier.Revoke(key)
+	}
+}
+
 func newAuthExtension(cfg *Config, set extension.Settings) *authExtension {
 	return &authExtension{cfg: cfg, set: set, logger: set.Logger}
 }

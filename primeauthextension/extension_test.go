@@ -171,3 +171,20 @@ func BenchmarkACachedKeyCheck(b *testing.B) {
 		}
 	}
 }
+
+func TestARevokedKeyIsRefusedAtItsNextRequestThoughTheCacheTookItAsGood(t *testing.T) {
+	s := rfttest.NewServer(rfttest.Options{})
+	defer s.Close()
+	a := started(t, s, nil)
+	sources := map[string][]string{"authorization": {"Bearer " + s.APIKey()}}
+	if _, err := a.Authenticate(context.Background(), sources); err != nil {
+		t.Fatal(err)
+	}
+	// What the prime exporter of a multi-tenant gateway finds via the
+	// host's extensions when the platform refuses a tenant's key.
+	var revoker interface{ RevokeKey(string) } = a
+	revoker.RevokeKey(s.APIKey())
+	if _, err := a.Authenticate(context.Background(), sources); err == nil || !strings.Contains(err.Error(), "refused this key") {
+		t.Fatalf("a revoked key within cache::ttl: %v, want the refusal", err)
+	}
+}

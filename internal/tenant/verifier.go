@@ -127,6 +127,23 @@ func (v *Verifier) Verify(ctx context.Context, key string) (string, error) {
 	}
 }
 
+// Revoke takes key as refused for RefusedTTL, whatever was cached: the
+// platform refused it on a request and whoami confirmed it, so a good
+// answer cached before must not let the key in until its TTL ends. An ask
+// in flight settles the entry anew when it answers.
+func (v *Verifier) Revoke(key string) {
+	d := digest(sha256.Sum256([]byte(key)))
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.entries[d]
+	if !ok {
+		e = &entry{}
+		v.entries[d] = e
+	}
+	e.user, e.refused, e.expires, e.goodUntil = "", true, v.opts.Now().Add(v.opts.RefusedTTL), time.Time{}
+	v.evictLocked()
+}
+
 // ask runs the check for an entry this caller put in flight.
 func (v *Verifier) ask(ctx context.Context, d digest, e *entry, key string) (string, error) {
 	user, err := v.check(ctx, key)

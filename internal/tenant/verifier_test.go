@@ -188,3 +188,26 @@ func TestAKnownKeyIsTakenWhileThePlatformCannotBeAskedButNotPastMaxStale(t *test
 		t.Fatalf("past max_stale during an outage: %v, want an unreachable error", err)
 	}
 }
+
+func TestARevokedKeyIsRefusedAtOnceThoughItWasCachedGoodThenAskedAgainAfterRefusedTTL(t *testing.T) {
+	p := &platform{users: map[string]string{"ka": "user-a", "kb": "user-b"}}
+	c := &clock{t: time.Unix(0, 0)}
+	v := NewVerifier(p.check, Options{TTL: 5 * time.Minute, RefusedTTL: 30 * time.Second, Now: c.now})
+	if _, err := v.Verify(context.Background(), "ka"); err != nil {
+		t.Fatal(err)
+	}
+	v.Revoke("ka")
+	if _, err := v.Verify(context.Background(), "ka"); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a revoked key within its good TTL: %v, want ErrRefused", err)
+	}
+	if u, err := v.Verify(context.Background(), "kb"); u != "user-b" || err != nil {
+		t.Fatalf("another key: %q, %v", u, err)
+	}
+	if n := p.calls.Load(); n != 2 {
+		t.Fatalf("whoami asked %d times, want 2 (once a key; the revocation asks nothing)", n)
+	}
+	c.advance(30 * time.Second)
+	if u, err := v.Verify(context.Background(), "ka"); u != "user-a" || err != nil {
+		t.Fatalf("after refused_ttl the platform is asked again (and here still accepts it): %q, %v", u, err)
+	}
+}

@@ -51,6 +51,10 @@ type Settings[B any] struct {
 	// parts, its registry restored and started, and returns it with that
 	// registry.
 	Build func(ctx context.Context, rc runs.Config, deps runs.Deps, t Tenant) (B, *runs.Registry)
+	// Revoke refuses a key the platform refused mid-run at the receivers
+	// that authenticate senders (prime_auth's RevokeKey); nil when none
+	// can be told.
+	Revoke func(key string)
 }
 
 // Gateway holds the backend of each tenant served since the start.
@@ -123,8 +127,11 @@ func (g *Gateway[B]) For(ctx context.Context, signal string, records int) (B, er
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if tb, ok := g.byUser[user]; ok {
-		if tb.key != key {
+		switch {
+		case tb.key != key:
 			g.rekeyLocked(ctx, tb, key)
+		case tb.online.Refused() != nil:
+			g.revoke(key)
 		}
 		return tb.b, nil
 	}
@@ -178,6 +185,18 @@ func (g *Gateway[B]) openLocked(ctx context.Context, user, key string) (*backend
 	g.byUser[user] = tb
 	logger.Info("A new tenant: its runs go to the platform with its own key")
 	return tb, nil
+}
+
+// revoke refuses a key the platform refused mid-run (the tenant's guard
+// tripped on a 401 whoami confirmed), here and at every receiver's
+// prime_auth (Settings.Revoke), so that its trainer is refused at its next
+// request rather than let in from a cache for up to its TTL; this push's
+// data is dropped by the tripped guard, as it was let in.
+func (g *Gateway[B]) revoke(key string) {
+	g.verifier.Revoke(key)
+	if g.set.Revoke != nil {
+		g.set.Revoke(key)
+	}
 }
 
 // rekeyLocked makes a tenant's later requests with key: the same user

@@ -54,6 +54,11 @@ type gateway struct {
 // start starts a gateway in front of srv, its tenants kept in st (nil:
 // none); edit adjusts its config first. The test shuts it down.
 func start(t *testing.T, srv *rfttest.Server, st storage.Extension, edit func(*Config)) gateway {
+	return startRevoking(t, srv, st, edit, nil)
+}
+
+// startRevoking is start with the receivers' revocation (Settings.Revoke).
+func startRevoking(t *testing.T, srv *rfttest.Server, st storage.Extension, edit func(*Config), revoke func(string)) gateway {
 	t.Helper()
 	base, err := rft.New(rft.Options{BaseURL: srv.BaseURL(), APIKey: PlaceholderKey, MaxAttempts: 1})
 	require.NoError(t, err)
@@ -65,8 +70,9 @@ func start(t *testing.T, srv *rfttest.Server, st storage.Extension, edit func(*C
 	tel := &fleettest.Tally{}
 	g, err := Start(context.Background(), Settings[*runs.Registry]{
 		Config: cfg, Base: base, Storage: st, StorageName: "file_storage", ID: component.MustNewID("prime"),
-		Runs: runs.Config{FinalizeTimeout: time.Second},
+		Runs: fleettest.Config(func(c *runs.Config) { c.FinalizeTimeout = time.Second }),
 		Deps: runs.Deps{Logger: zap.New(core), Tel: tel, Stopping: make(chan struct{})},
+		Revoke: revoke,
 		Build: func(ctx context.Context, rc runs.Config, deps runs.Deps, t Tenant) (*runs.Registry, *runs.Registry) {
 			deps.Store = t.Store
 			reg := runs.New(rc, deps)
@@ -139,4 +145,29 @@ func TestADamagedTenantIndexBringsNoTenantBackAndTheGatewayStillStarts(t *testin
 	assert.Equal(t, 1, g.logs.FilterMessageSnippet("The tenant index in storage is damaged").Len())
 	g.backendOf(t, aliceKey)
 	assert.Len(t, g.Registries(), 1, "a tenant comes back as it sends again")
+}
+
+func TestAKeyThePlatformRefusesMidRunIsRevokedAtTheReceiversAndRefusedFromTheNextPush(t *testing.T) {
+	srv := newPlatform(t)
+	var revoked []string
+	g := startRevoking(t, srv, nil, nil, func(key string) { revoked = append(revoked, key) })
+	bob := g.backendOf(t, bobKey)
+	srv.RevokeKey(bobKey)
+	// bob's first data since: the platform answers 401 and whoami
+	// confirms it, which trips his tenant's guard.
+	_, err := bob.Acquire(context.Background(), fleettest.KeyedResource("bobs-run"), "metrics", 1)
+	require.Error(t, err)
+	require.Equal(t, 1, g.logs.FilterMessageSnippet("The platform refused this tenant's key").Len())
+	assert.Empty(t, revoked, "nothing is revoked before the gateway sees the key again")
+
+	again, err := g.For(sentWith(bobKey), "metrics", 2)
+	require.NoError(t, err, "the push let in while the key was cached goes to the tripped guard, which drops it")
+	assert.Same(t, bob, again)
+	assert.Equal(t, []string{bobKey}, revoked, "the receivers are told at once")
+
+	_, err = g.For(sentWith(bobKey), "metrics", 3)
+	require.True(t, consumererror.IsPermanent(err), "err = %v", err)
+	assert.ErrorIs(t, err, tenant.ErrRefused)
+	assert.Equal(t, 3, g.tel.RejectedOf("metrics", reject.KeyRefused), "refused from the next push on, and counted")
+	assert.Same(t, g.backendOf(t, aliceKey), g.backendOf(t, aliceNewKey), "another tenant goes on")
 }
