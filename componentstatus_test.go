@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/primeintellect/primeexporter/internal/outage"
+	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -87,7 +87,7 @@ func TestAnOutageOfOverAMinuteIsLoggedOnceWithTheRouteAndTheQueueAndItsEndOnce(t
 	var now atomic.Int64
 	now.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	f := newFactory(withClientOptions(instantRetries), withOutageOptions(outage.WithClock(clock)))
+	f := newFactory(withClientOptions(instantRetries), withOutageOptions(platform.WithOutageClock(clock)))
 	cfg := f.CreateDefaultConfig().(*Config)
 	cfg.ClientConfig.Endpoint = srv.BaseURL()
 	cfg.APIKey = configopaque.String(testAPIKey)

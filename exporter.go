@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
-	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/queuefill"
 	"github.com/primeintellect/primeexporter/internal/queuestore"
@@ -76,7 +75,7 @@ type option func(*options)
 type options struct {
 	client []func(*rft.Options)
 	runs   []runs.Option
-	outage []outage.Option
+	outage []platform.OutageOption
 }
 
 // withClientOptions adjusts the platform client's options before it is
@@ -86,7 +85,7 @@ func withClientOptions(f func(*rft.Options)) option {
 }
 
 // withOutageOptions passes options to the outage watches (e.g. a clock).
-func withOutageOptions(opts ...outage.Option) option {
+func withOutageOptions(opts ...platform.OutageOption) option {
 	return func(o *options) { o.outage = append(o.outage, opts...) }
 }
 
@@ -313,16 +312,16 @@ func (e *primeExporter) tapQueue(set exporter.Settings, signal string) exporter.
 
 // outageOptions make the outage warning say how full the sending queues
 // are, in the queue's sizer, and an outage the exporter's status.
-func (e *primeExporter) outageOptions() []outage.Option {
+func (e *primeExporter) outageOptions() []platform.OutageOption {
 	unit := "requests"
 	if q := e.cfg.QueueConfig.Get(); q != nil {
 		unit = q.Sizer.String()
 	}
-	return append([]outage.Option{
-		outage.WithBacklog(func() []zap.Field {
+	return append([]platform.OutageOption{
+		platform.WithOutageBacklog(func() []zap.Field {
 			return []zap.Field{zap.String("queue", e.queues.Describe(context.Background(), unit))}
 		}),
-		outage.WithHealth(e.status.Set),
+		platform.WithOutageHealth(e.status.Set),
 	}, e.opts.outage...)
 }
 

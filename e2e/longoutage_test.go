@@ -262,7 +262,7 @@ func acceptedMetricPosts(t *testing.T, reqs []rfttest.Request) map[int64]map[str
 	return out
 }
 
-// The outage's log lines (internal/outage), each collector for its own
+// The outage's log lines (internal/platform/outage.go), each collector for its own
 // part of the outage: a warning for the platform API once it failed for
 // over a minute, and from the last collector one line when it answered
 // again.

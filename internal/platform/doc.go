@@ -4,8 +4,8 @@
 // finalize, status) and Objects (a step's sample object: presign → PUT →
 // confirm online, one file offline), so the lifecycle and the uploader
 // never ask which one they have. This package also holds the exporter's
-// one retry policy and the one translation of platform errors into the
-// collector's.
+// one retry policy, the one translation of platform errors into the
+// collector's, and the watch of each service's outages.
 //
 // # Retry policy
 //
@@ -56,10 +56,25 @@
 //
 // # Outages
 //
-// Online and OnlineTraces report every call to an outage.Watch of its
-// service (the API, object storage, Prime Traces): a success, or a failure
-// that says the service is down (Down), named by its route. The watch logs
-// one warning when an outage has lasted over a minute and one line when it
-// ends, and tells the exporter's component status at once when one begins
-// and ends (outage.WithHealth), so that a health check shows it.
+// Online and OnlineTraces tell the operator about a long outage of a
+// service the exporter calls (the platform's API, its object storage,
+// Prime Traces; each watched apart, since they are different services) in
+// two log lines: one warning once the service has failed every call for
+// over a minute, naming the routes that failed and how full the
+// collector's sending queue is (WithOutageBacklog), and one info line at
+// the first success after that, saying how long the outage lasted.
+// exporterhelper already logs every failed push; these lines tell one
+// outage from many failures, and say whether the queue is filling while
+// the exporter waits. The watch (outage.go) also tells a health callback
+// (WithOutageHealth) when an outage begins and ends, at once rather than
+// after a minute: the exporter's component status, which a health check
+// reads, says what holds data back now.
+//
+// The watch knows nothing of errors: watched (errors.go) reports every
+// call to its service's watch as a success, or as a failure that says the
+// service is down (Down), named by its route. An outage begins when the first call that failed
+// with it began (a call may spend up to a minute in the client's in-place
+// retries before it reports), and the warning is logged at the first
+// failure after a minute: exporterhelper's back-off (at most 30 s by
+// default) keeps failures coming while the outage lasts.
 package platform

@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
-	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/rft"
 )
@@ -68,7 +67,7 @@ func Down(err error) bool {
 // failure that says the service is down (Down) is part of one, named by
 // its route ("post metrics", "presign", …). A call cut short by the
 // collector's shutdown says nothing about the service.
-func watched(w *outage.Watch, call func() error) error {
+func watched(w *outageWatch, call func() error) error {
 	begun := w.Now()
 	err := call()
 	switch {

@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.uber.org/zap"
 
-	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -25,14 +24,14 @@ import (
 // refuses the key too: a 401 may be about what one request asked for, and
 // a sender who can make the platform answer one must not stop every run of
 // the collector. Its outage watches log a long outage of the API and of
-// object storage (package outage), each apart: they are different services.
+// object storage (outage.go), each apart: they are different services.
 type Online struct {
 	// c is swapped by Rekey, under calls in flight.
 	c       atomic.Pointer[rft.Client]
 	host    component.Host
 	logger  *zap.Logger
-	api     *outage.Watch
-	objects *outage.Watch
+	api     *outageWatch
+	objects *outageWatch
 
 	mu      sync.Mutex
 	tripped error
@@ -60,12 +59,12 @@ var (
 )
 
 // NewOnline wraps c; host receives the status event when the key is
-// refused; watch configures the outage watches.
-func NewOnline(c *rft.Client, host component.Host, logger *zap.Logger, watch ...outage.Option) *Online {
+// refused; opts configure the outage watches.
+func NewOnline(c *rft.Client, host component.Host, logger *zap.Logger, opts ...OutageOption) *Online {
 	o := &Online{
 		host: host, logger: logger,
-		api:     outage.New("platform API", logger, watch...),
-		objects: outage.New("object storage", logger, watch...),
+		api:     newOutageWatch("platform API", logger, opts...),
+		objects: newOutageWatch("object storage", logger, opts...),
 	}
 	o.c.Store(c)
 	return o

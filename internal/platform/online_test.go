@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/rft"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
@@ -130,7 +129,7 @@ func watchedOnline(t *testing.T) (*rfttest.Server, *Online, *atomic.Int64, *obse
 	core, logs := observer.New(zapcore.InfoLevel)
 	c, err := rft.New(rft.Options{BaseURL: srv.BaseURL(), APIKey: "k", MaxAttempts: 1, PutAttempts: 1})
 	require.NoError(t, err)
-	o := NewOnline(c, componenttest.NewNopHost(), zap.New(core), outage.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	o := NewOnline(c, componenttest.NewNopHost(), zap.New(core), WithOutageClock(func() time.Time { return time.Unix(0, now.Load()) }))
 	t.Cleanup(o.CloseIdleConnections)
 	return srv, o, now, logs
 }

@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -29,15 +28,15 @@ func tracesContext() map[string]any {
 // OnlineTraces is the Prime Traces service.
 type OnlineTraces struct {
 	c     *rft.Traces
-	watch *outage.Watch
+	watch *outageWatch
 }
 
 var _ Traces = (*OnlineTraces)(nil)
 
 // NewOnlineTraces wraps the service's client; its outages are logged to
-// logger, configured by watch.
-func NewOnlineTraces(c *rft.Traces, logger *zap.Logger, watch ...outage.Option) *OnlineTraces {
-	return &OnlineTraces{c: c, watch: outage.New("Prime Traces", logger, watch...)}
+// logger, configured by opts.
+func NewOnlineTraces(c *rft.Traces, logger *zap.Logger, opts ...OutageOption) *OnlineTraces {
+	return &OnlineTraces{c: c, watch: newOutageWatch("Prime Traces", logger, opts...)}
 }
 
 func (o *OnlineTraces) UploadTraces(ctx context.Context, _, team string, lines [][]byte) error {

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
-	"github.com/primeintellect/primeexporter/internal/outage"
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
@@ -43,7 +42,7 @@ type Settings[B any] struct {
 	StorageName string
 	ID          component.ID
 	// Outage are the options of each tenant's outage watches.
-	Outage []outage.Option
+	Outage []platform.OutageOption
 	// Health is told when a tenant's registry's storage stops taking
 	// writes (err) and takes them again (nil).
 	Health func(error)
