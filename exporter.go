@@ -481,13 +481,32 @@ func (e *primeExporter) backendFor(ctx context.Context, signal string, records i
 }
 
 // runStatus is the exporter as the prime_status route asks it: the run
-// registry serving now, and where its runs can be seen.
+// registry serving now (on a multi-tenant gateway the caller's tenant's),
+// and where its runs can be seen.
 func (e *primeExporter) runStatus() runstatus.Source {
-	src := runstatus.Source{Disabled: e.cfg.Mode == ModeDisabled, Registry: e.registry, Where: runstatus.Dashboards(e.cfg.FrontendURL)}
+	src := runstatus.Source{Disabled: e.cfg.Mode == ModeDisabled, Registry: func(context.Context) runstatus.Registry { return e.registry() }, Where: runstatus.Dashboards(e.cfg.FrontendURL)}
+	if e.cfg.Tenants.Enabled {
+		src.Registry = runstatus.ByUser(e.tenantRegistry)
+	}
 	if e.cfg.Mode == ModeOffline {
 		src.Where = runstatus.Directories(e.cfg.Directory)
 	}
 	return src
+}
+
+// tenantRegistry is the run registry of a multi-tenant gateway's tenant
+// user; nil when it has none.
+func (e *primeExporter) tenantRegistry(user string) runstatus.Registry {
+	e.mu.Lock()
+	g := e.tenants
+	e.mu.Unlock()
+	if g == nil {
+		return nil
+	}
+	if reg := g.Registry(user); reg != nil {
+		return reg
+	}
+	return nil
 }
 
 // registry is the run registry serving now; nil in disabled mode, before

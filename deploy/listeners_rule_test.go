@@ -86,7 +86,15 @@ func listeners(cfg collectorConfig, env map[string]string) []listener {
 			// A URL is where the extension calls out (prime_auth's platform
 			// API), not where it listens: servers take host:port.
 			if ep, ok := ext.get(keys...); ok && !strings.Contains(fmt.Sprint(ep), "://") {
-				out = append(out, listener{where: "extensions::" + id + "::" + strings.Join(keys, "::"), kind: controlListener, endpoint: resolve(ep), node: ext})
+				// A server that authenticates its callers (confighttp's
+				// auth: the multi-tenant gateway's status route behind
+				// prime_auth) is held to a receiver's rule: its auth must
+				// run and speak over TLS.
+				kind := controlListener
+				if _, authed := ext.get("auth", "authenticator"); authed {
+					kind = receiverListener
+				}
+				out = append(out, listener{where: "extensions::" + id + "::" + strings.Join(keys, "::"), kind: kind, endpoint: resolve(ep), node: ext})
 			}
 		}
 	}

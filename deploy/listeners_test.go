@@ -374,6 +374,8 @@ func TestTheListenerRuleRefusesWhatListensOffLoopbackUnguarded(t *testing.T) {
 		{"health on loopback", "extensions:\n  healthcheckv2:\n    http: {endpoint: \"${env:PRIME_HEALTH_ENDPOINT:-127.0.0.1:13133}\"}\n", nil, nil, ""},
 		{"pprof on 0.0.0.0", "extensions:\n  pprof: {endpoint: 0.0.0.0:1777}\n", nil, nil, "no NetworkPolicy"},
 		{"prime_status on 0.0.0.0", "extensions:\n  prime_status: {endpoint: 0.0.0.0:4320}\n", nil, nil, "no NetworkPolicy"},
+		{"prime_status on 0.0.0.0 behind an authenticator over TLS", authExt + "  prime_status: {endpoint: 0.0.0.0:4320, tls: {cert_file: c, key_file: k}, auth: {authenticator: bearertokenauth/in}}\n" + runsAuth, nil, nil, ""},
+		{"prime_status on 0.0.0.0 behind an authenticator without TLS", authExt + "  prime_status: {endpoint: 0.0.0.0:4320, auth: {authenticator: bearertokenauth/in}}\n" + runsAuth, nil, nil, "no TLS"},
 		{"the collector's metrics on 0.0.0.0", "service:\n  telemetry:\n    metrics:\n      readers:\n        - pull: {exporter: {prometheus: {host: 0.0.0.0, port: 8888}}}\n", nil, nil, "no NetworkPolicy"},
 		{"the collector's metrics on loopback", "service:\n  telemetry:\n    metrics:\n      readers:\n        - pull: {exporter: {prometheus: {host: 127.0.0.1, port: 8888}}}\n", nil, nil, ""},
 		{"an exporter's endpoint is no listener", "exporters:\n  prime: {endpoint: https://api.example.com}\n", nil, nil, ""},

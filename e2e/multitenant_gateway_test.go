@@ -38,6 +38,8 @@ type mtGateway struct {
 	env      []string // what the collector is set with: a restart keeps it
 	httpAddr string   // OTLP/HTTP over TLS
 	grpcAddr string   // OTLP/gRPC over TLS
+	// statusAddr is the run status route, over TLS behind prime_auth.
+	statusAddr string
 	caFile   string   // the CA that signed the receivers' certificate
 	// metricsPort is where the collector serves its own metrics.
 	metricsPort string
@@ -48,14 +50,22 @@ type mtGateway struct {
 // set only through its environment variables, against platform.
 func startMultitenantGateway(t *testing.T, otelcol string, platform *rfttest.Server) *mtGateway {
 	t.Helper()
+	return startMultitenantGatewayEdited(t, otelcol, platform, func(config string) string { return config })
+}
+
+// startMultitenantGatewayEdited is startMultitenantGateway on the shipped
+// config as edit changes it.
+func startMultitenantGatewayEdited(t *testing.T, otelcol string, platform *rfttest.Server, edit func(string) string) *mtGateway {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "deploy", "multitenant", "gateway.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw = []byte(edit(string(raw)))
 	auth := newFleetAuth(t) // a CA of its own and a certificate for 127.0.0.1
 	g := &mtGateway{
 		otelcol: otelcol, config: string(raw),
-		httpAddr: freeAddr(t), grpcAddr: freeAddr(t), caFile: auth.caFile, roots: x509.NewCertPool(),
+		httpAddr: freeAddr(t), grpcAddr: freeAddr(t), statusAddr: freeAddr(t), caFile: auth.caFile, roots: x509.NewCertPool(),
 	}
 	_, g.metricsPort, _ = net.SplitHostPort(freeAddr(t))
 	pem, err := os.ReadFile(auth.caFile)
@@ -64,7 +74,7 @@ func startMultitenantGateway(t *testing.T, otelcol string, platform *rfttest.Ser
 	}
 	g.env = []string{
 		"PRIME_API_BASE=" + platform.URL(),
-		"PRIME_OTLP_HTTP=" + g.httpAddr, "PRIME_OTLP_GRPC=" + g.grpcAddr,
+		"PRIME_OTLP_HTTP=" + g.httpAddr, "PRIME_OTLP_GRPC=" + g.grpcAddr, "PRIME_STATUS_ENDPOINT=" + g.statusAddr,
 		"PRIME_HEALTH_ENDPOINT=" + freeAddr(t),
 		"PRIME_STORAGE_DIR=" + filepath.Join(t.TempDir(), "storage"),
 		"PRIME_TLS_CERT_FILE=" + auth.certFile, "PRIME_TLS_KEY_FILE=" + auth.keyFile,

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
@@ -192,4 +193,15 @@ func checkNoKeyIn(t *testing.T, c *collector, out string) {
 			fatalf(t, c, "%s's key appears in the collector's output", name)
 		}
 	}
+}
+
+// firstRefusedRequest is when the platform first refused a request carrying
+// key (its user unknown: the key refused); zero when it never did.
+func firstRefusedRequest(reqs []rfttest.Request, key string) time.Time {
+	for _, req := range reqs {
+		if req.Header.Get("Authorization") == "Bearer "+key && req.UserID == "" {
+			return req.Time
+		}
+	}
+	return time.Time{}
 }

@@ -48,8 +48,15 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 
 	// Carol's run goes on for a while; her key is revoked once it has
 	// steps on the platform.
-	carolDone := g.trainInBackground(t, trainer, mtCarolKey,
+	carolTrainer := g.trainInBackground(t, trainer, mtCarolKey,
 		"-run-key", mtRunKey, "-team-id", "team-carol", "-steps", "300", "-step-delay", "100ms")
+	// When her trainer ended: the first export the receiver refuses ends it.
+	type endedTrainer struct {
+		trainerResult
+		at time.Time
+	}
+	carolDone := make(chan endedTrainer, 1)
+	go func() { r := <-carolTrainer; carolDone <- endedTrainer{r, time.Now()} }()
 	var carolRun rfttest.Run
 	waitFor(t, c, "carol's run with three steps", time.Minute, func() bool {
 		runs := runsOwnedBy(platform, "carol")
@@ -101,18 +108,35 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 		return scrapeCounters(t, c, g.metricsPort).sum("otelcol_exporter_prime_records_rejected", "reason", "run_refused") > 0
 	})
 
-	// 3. Carol's later data is dropped at the exporter: her guard tripped
-	// on the platform's 401 (confirmed by whoami), and it sends nothing
-	// more with her key while her trainer goes on.
+	// 3. Carol's data let in before the receiver heard of her revoked key
+	// is dropped at the exporter: her guard tripped on the platform's 401
+	// (confirmed by whoami), and it sends nothing more with her key. The
+	// gateway revokes the key at the receiver, whose prime_auth refuses
+	// her trainer's next request: her trainer is told.
 	waitFor(t, c, "carol's refused key in the log", 30*time.Second, func() bool {
 		return logHasLine(c.out.String(), "The platform refused this tenant's key", `"tenant": "carol"`)
 	})
+	// Her trainer fails at the first export the receiver refuses (every
+	// export error is fatal to the demo trainer): when it exits is when it
+	// was told.
+	var carol endedTrainer
+	select {
+	case carol = <-carolDone:
+	case <-time.After(30 * time.Second):
+		fatalf(t, c, "carol's trainer was not refused at the receiver within 30 s of her guard's trip")
+	}
+	toldAt := carol.at
+	first401 := firstRefusedRequest(platform.Requests()[revokedAt:], mtCarolKey)
+	if carol.err == nil || !strings.Contains(carol.out, "401") {
+		fatalf(t, c, "carol's trainer should be told her key is refused (401 at the receiver), got %v\n%s", carol.err, carol.out)
+	}
+	if first401.IsZero() || toldAt.Sub(first401) > 10*time.Second {
+		fatalf(t, c, "carol's trainer was refused at the receiver %v after the platform's first 401 for her key (at %v); want within 10 s", toldAt.Sub(first401), first401)
+	}
+	t.Logf("carol's trainer refused at the receiver within %v of the platform's first 401 for her key", toldAt.Sub(first401).Round(10*time.Millisecond))
 	time.Sleep(time.Second)
 	carolAfterTrip := carried(platform.Requests(), mtCarolKey, revokedAt)
 	droppedAtTrip := scrapeCounters(t, c, g.metricsPort).sum("otelcol_exporter_prime_records_rejected", "reason", "unauthorized")
-	if r := <-carolDone; r.err != nil {
-		fatalf(t, c, "carol's trainer: the receiver still lets her key in (prime_auth's cache), so its export should succeed: %v\n%s", r.err, r.out)
-	}
 	// Her prime.run.end waits finalize_grace (10 s) before its close-out,
 	// which her refused key must not send either.
 	time.Sleep(13 * time.Second)
@@ -226,8 +250,11 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 	if run := runs["carol"]; run.Status != rfttest.StatusRunning {
 		fatalf(t, c, "carol's run closed with a revoked key: %+v", run)
 	}
-	if dropped := rejected.sum("otelcol_exporter_prime_records_rejected", "reason", "unauthorized"); dropped <= droppedAtTrip || droppedAtTrip == 0 {
-		fatalf(t, c, "carol's later data should be dropped and counted as unauthorized: %v at the trip, %v at the end", droppedAtTrip, dropped)
+	if dropped := rejected.sum("otelcol_exporter_prime_records_rejected", "reason", "unauthorized"); dropped < droppedAtTrip || droppedAtTrip == 0 {
+		fatalf(t, c, "carol's data let in before her key was refused at the receiver should be dropped and counted as unauthorized: %v at the trip, %v at the end", droppedAtTrip, dropped)
+	}
+	if rejected.sum("otelcol_prime_auth_refused", "reason", "refused") == 0 {
+		fatalf(t, c, "prime_auth counted no refusal of carol's revoked key: %v", rejected.byReason("otelcol_prime_auth_refused"))
 	}
 	if len(notReady) > 0 || polls < 100 {
 		fatalf(t, c, "readiness should answer 200 throughout; %d polls, these were not: %v", polls, notReady)

@@ -19,7 +19,7 @@ import (
 
 // UserIDAttribute is the client.Info.Auth attribute holding the user id
 // the platform gave for the sender's key.
-const UserIDAttribute = "prime.user_id"
+const UserIDAttribute = tenant.UserIDAttribute
 
 // Errors a refused sender reads. None repeats what was presented.
 var (

@@ -43,6 +43,11 @@ type Online struct {
 	// tenant: the key is one tenant's of a multi-tenant gateway, whose
 	// refusal is not the component's status (ForTenant).
 	tenant bool
+	// confirmFor is how long whoami's acceptance stands for the 401s that
+	// follow it (keyConfirmed; none for a tenant's key).
+	confirmFor time.Duration
+	// refused is told once, when a tenant's key trips the guard.
+	refused func()
 }
 
 // keyConfirmed is how long whoami's acceptance of the key is taken as
@@ -62,7 +67,7 @@ var (
 // refused; opts configure the outage watches.
 func NewOnline(c *rft.Client, host component.Host, logger *zap.Logger, opts ...OutageOption) *Online {
 	o := &Online{
-		host: host, logger: logger,
+		host: host, logger: logger, confirmFor: keyConfirmed,
 		api:     newOutageWatch("platform API", logger, opts...),
 		objects: newOutageWatch("object storage", logger, opts...),
 	}
@@ -76,9 +81,16 @@ func (o *Online) client() *rft.Client { return o.c.Load() }
 // gateway: it stops that tenant's data, is not reported as the
 // component's status (readiness stays up while others flow), and lasts
 // until the tenant sends with a key the platform accepts (Rekey). Call it
-// before the first call.
-func (o *Online) ForTenant() *Online {
-	o.tenant = true
+// before the first call. refused is told when the key trips the guard, so
+// that the gateway can refuse the key at its receivers at once.
+//
+// A tenant's 401 is always confirmed with whoami, never taken as the
+// request's for keyConfirmed after an acceptance: a tenant's refusal stops
+// only that tenant, whom no other sender can make the platform refuse, and
+// a revoked key must be told to its trainer within seconds (the gateway
+// revokes it at the receiver once the guard trips).
+func (o *Online) ForTenant(refused func()) *Online {
+	o.tenant, o.confirmFor, o.refused = true, 0, refused
 	return o
 }
 
@@ -141,6 +153,9 @@ func (o *Online) guard(ctx context.Context, call func() error) error {
 	switch {
 	case first && o.tenant:
 		o.logger.Warn("The platform refused this tenant's key; its data is dropped until it sends with a key the platform accepts, and other tenants go on", zap.Error(tripped))
+		if o.refused != nil {
+			o.refused()
+		}
 	case first:
 		// componentstatus reaches only status-watching extensions: the log
 		// line is what a user without one sees.
@@ -157,7 +172,7 @@ func (o *Online) keyRefused(ctx context.Context) bool {
 	o.confirming.Lock()
 	defer o.confirming.Unlock()
 	o.mu.Lock()
-	fresh := !o.keyOK.IsZero() && time.Since(o.keyOK) < keyConfirmed
+	fresh := !o.keyOK.IsZero() && time.Since(o.keyOK) < o.confirmFor
 	o.mu.Unlock()
 	if fresh {
 		return false

@@ -117,6 +117,26 @@ func TestA401ThatWhoamiDoesNotConfirmFailsThatRequestOnly(t *testing.T) {
 	require.NoError(t, o.Refused())
 }
 
+func TestATenantsKeyRevokedRightAfterWhoamiAcceptedItTripsItsGuardAtTheFirst401(t *testing.T) {
+	srv := rfttest.NewServer(rfttest.Options{Users: []rfttest.User{{Key: "sk-carol", ID: "carol"}}})
+	t.Cleanup(srv.Close)
+	var told int
+	o := newOnline(t, srv, "sk-carol").ForTenant(func() { told++ })
+	ctx := context.Background()
+	srv.AddRun("run-1")
+
+	// whoami accepts the key on a 401 about one request...
+	srv.Inject(rfttest.RouteMetrics, rfttest.Fault{Status: 401})
+	require.ErrorIs(t, o.PostMetrics(ctx, "run-1", map[string]float64{"step": 1}), ErrRequestUnauthorized)
+	// ...and the key is revoked a moment later: the next 401 asks again.
+	srv.RevokeKey("sk-carol")
+	require.Error(t, o.PostMetrics(ctx, "run-1", map[string]float64{"step": 2}))
+	require.ErrorIs(t, o.Refused(), ErrTenantUnauthorized, "the tenant's guard tripped at the first 401 after the revocation")
+	assert.Equal(t, 1, told, "the gateway is told of the trip, once")
+	require.Error(t, o.PostMetrics(ctx, "run-1", map[string]float64{"step": 3}))
+	assert.Equal(t, 1, told)
+}
+
 // watchedOnline is an Online with one attempt per call (PUTs too), its
 // log observed and its outage watches on a clock the test moves; the fake
 // platform holds run-1.

@@ -284,6 +284,16 @@ func (g *Registry) forgetClosedLocked(keep int) {
 
 // openLocked counts the runs not closed out. A closed run's entry stays
 // (it refuses late data), and costs nothing against the bound.
+// full says the registry holds Config.MaxOpenRuns open runs.
+func (g *Registry) full() bool {
+	if g.cfg.MaxOpenRuns <= 0 {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.openLocked() >= g.cfg.MaxOpenRuns
+}
+
 func (g *Registry) openLocked() int {
 	n := 0
 	for _, r := range g.runs {

@@ -58,3 +58,18 @@ func TestDataForAClosedRunIsRefusedUnsentAndCountedWithOneWarningPerSignalNaming
 		})
 	}
 }
+
+func TestAtItsLimitOfOpenRunsTheStatusOfANewRunIsRefusedWithTheLimitAndOpenOnesGoOn(t *testing.T) {
+	_, c := newOnline(t, nil, func(cfg *runs.Config) { cfg.MaxOpenRuns = 1 })
+	ctx := context.Background()
+	unknown := c.Reg.Status(ctx, runs.StatusQuery{Key: "second"})
+	assert.Equal(t, runs.StateUnknown, unknown.State, "below the limit a run not seen yet is unknown")
+
+	_, err := postStep(c.Reg, fleettest.KeyedResource("first"), 1, map[string]float64{"loss": 1})
+	require.NoError(t, err)
+	assert.Equal(t, runs.StateRunning, c.Reg.Status(ctx, runs.StatusQuery{Key: "first"}).State)
+	second := c.Reg.Status(ctx, runs.StatusQuery{Key: "second"})
+	assert.Equal(t, runs.StateRefused, second.State)
+	assert.Equal(t, runs.RefusedRunLimit, second.Reason)
+	assert.Contains(t, second.Message, "max_open_runs (1)")
+}

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
 
@@ -31,6 +32,7 @@ const (
 	RefusedNoTeam       = string(reject.NoTeam)       // no team to create the run for
 	RefusedForbidden    = "forbidden"                 // the platform refused the run's team (403)
 	RefusedOther        = string(reject.RunRefused)   // any other permanent refusal of the create
+	RefusedRunLimit     = string(reject.RunLimit)     // max_open_runs are open: a new run is not taken
 )
 
 // StatusQuery names a run as its trainer knows it: by key (prime.run.key)
@@ -75,6 +77,13 @@ func (g *Registry) Status(ctx context.Context, q StatusQuery) RunStatus {
 	}
 	sr, found := g.fleet.records.record(ctx, ident.key())
 	if !found || sr.ID == "" {
+		if local.State == StateUnknown && g.full() {
+			// Its data would open one run too many, and is dropped
+			// (run_limit): the trainer is told now rather than left to
+			// wait for a run that does not come.
+			return RunStatus{State: StateRefused, Reason: RefusedRunLimit,
+				Message: fmt.Sprintf("the collector already serves max_open_runs (%d) open runs: a new run is not taken until one closes", g.cfg.MaxOpenRuns)}
+		}
 		return local
 	}
 	shared := RunStatus{State: StateRunning, ID: sr.ID}

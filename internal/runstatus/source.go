@@ -4,8 +4,11 @@ import (
 	"context"
 	"path/filepath"
 
+	"go.opentelemetry.io/collector/client"
+
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/tenant"
 	"github.com/primeintellect/primeexporter/primestatusextension"
 	"github.com/primeintellect/primeexporter/rft"
 )
@@ -45,9 +48,30 @@ func Directories(root string) Where {
 type Source struct {
 	// Disabled says the exporter drops everything.
 	Disabled bool
-	// Registry is the registry serving now; nil when none does.
-	Registry func() Registry
+	// Registry is the registry serving the caller of ctx now: the
+	// exporter's, or on a multi-tenant gateway the caller's tenant's (ByUser);
+	// nil when none does.
+	Registry func(ctx context.Context) Registry
 	Where    Where
+}
+
+// ByUser picks the registry of the tenant the caller's key belongs to, as
+// prime_auth put it into the request's client.Info (tenant.UserIDAttribute):
+// a caller is told only about its own tenant's runs, and another
+// tenant's run key answers as an unknown run. A caller the route did not
+// authenticate gets no registry.
+func ByUser(registry func(user string) Registry) func(ctx context.Context) Registry {
+	return func(ctx context.Context) Registry {
+		auth := client.FromContext(ctx).Auth
+		if auth == nil {
+			return nil
+		}
+		user, _ := auth.GetAttribute(tenant.UserIDAttribute).(string)
+		if user == "" {
+			return nil
+		}
+		return registry(user)
+	}
 }
 
 // RunStatus answers from the registry: the run's state, its id and where
@@ -56,7 +80,7 @@ func (s Source) RunStatus(ctx context.Context, q primestatusextension.Query) pri
 	if s.Disabled {
 		return primestatusextension.Status{State: primestatusextension.StateDisabled}
 	}
-	reg := s.Registry()
+	reg := s.Registry(ctx)
 	if reg == nil {
 		return primestatusextension.Status{State: primestatusextension.StateUnknown}
 	}

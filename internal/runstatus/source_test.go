@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"go.opentelemetry.io/collector/client"
 
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/tenant"
 	"github.com/primeintellect/primeexporter/primestatusextension"
 )
 
@@ -22,7 +24,9 @@ func (r *registry) Status(_ context.Context, q runs.StatusQuery) runs.RunStatus 
 	return r.status
 }
 
-func serving(r Registry) func() Registry { return func() Registry { return r } }
+func serving(r Registry) func(context.Context) Registry {
+	return func(context.Context) Registry { return r }
+}
 
 func TestARunsAnswerCarriesItsStateAndWhereItCanBeSeen(t *testing.T) {
 	reg := &registry{status: runs.RunStatus{State: "closed", ID: "run-1", End: "failed"}}
@@ -56,4 +60,36 @@ func TestWithoutARegistryEveryRunIsUnknownAndDisabledSaysSo(t *testing.T) {
 	assert.Equal(t, primestatusextension.Status{State: "unknown"}, none.RunStatus(context.Background(), q))
 	disabled := Source{Disabled: true, Registry: serving(&registry{status: runs.RunStatus{State: "running", ID: "x"}})}
 	assert.Equal(t, primestatusextension.Status{State: "disabled"}, disabled.RunStatus(context.Background(), q))
+}
+
+// userAuth is client.Info.Auth as prime_auth leaves it.
+type userAuth string
+
+func (u userAuth) GetAttribute(name string) any {
+	if name == tenant.UserIDAttribute {
+		return string(u)
+	}
+	return nil
+}
+
+func (userAuth) GetAttributeNames() []string { return []string{tenant.UserIDAttribute} }
+
+func askedBy(user string) context.Context {
+	info := client.Info{}
+	if user != "" {
+		info.Auth = userAuth(user)
+	}
+	return client.NewContext(context.Background(), info)
+}
+
+func TestATenantIsAnsweredFromItsOwnRegistryAndAnotherTenantsRunIsUnknown(t *testing.T) {
+	alice := &registry{status: runs.RunStatus{State: "running", ID: "run-a"}}
+	byUser := map[string]Registry{"alice": alice}
+	src := Source{Registry: ByUser(func(user string) Registry { return byUser[user] }), Where: Dashboards("https://app.test")}
+	q := primestatusextension.Query{Kind: "train", Key: "shared-key"}
+
+	assert.Equal(t, "run-a", src.RunStatus(askedBy("alice"), q).ID)
+	assert.Equal(t, primestatusextension.Status{State: "unknown"}, src.RunStatus(askedBy("bob"), q), "bob asks about the key alice's run has")
+	assert.Equal(t, primestatusextension.Status{State: "unknown"}, src.RunStatus(askedBy(""), q), "a caller the route did not authenticate")
+	assert.Equal(t, primestatusextension.Status{State: "unknown"}, src.RunStatus(context.Background(), q))
 }

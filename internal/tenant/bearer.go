@@ -9,6 +9,11 @@ import (
 // case; client.Metadata.Get folds case for HTTP's canonical form.
 const Header = "authorization"
 
+// UserIDAttribute is the client.Info.Auth attribute in which prime_auth
+// puts the user id the platform gave for the sender's key: what the
+// gateway's status route answers by.
+const UserIDAttribute = "prime.user_id"
+
 // ErrNoKey says a request carried no Authorization header.
 var ErrNoKey = errors.New("no Authorization header: send the trainer's platform key as Authorization: Bearer <key>")
 

@@ -171,7 +171,9 @@ func (g *Gateway[B]) openLocked(ctx context.Context, user, key string) (*backend
 		return nil, err
 	}
 	logger := g.logger.With(zap.String("tenant", user))
-	online := platform.NewOnline(c, quietHost{}, logger, g.set.Outage...).ForTenant()
+	tb := &backend[B]{key: key}
+	online := platform.NewOnline(c, quietHost{}, logger, g.set.Outage...).ForTenant(func() { g.revokeTenant(tb, logger) })
+	tb.online = online
 	deps := g.set.Deps
 	deps.API, deps.Evals, deps.Refused = online, online, online.Refused
 	deps.Logger, deps.Warn = logger, logonce.New(logger, 0)
@@ -179,18 +181,29 @@ func (g *Gateway[B]) openLocked(ctx context.Context, user, key string) (*backend
 	if err != nil {
 		return nil, err
 	}
-	b, reg := g.set.Build(ctx, g.set.Runs, deps, Tenant{Objects: online, Store: store, CloseIdle: online.CloseIdleConnections})
-	tb := &backend[B]{b: b, reg: reg, online: online, key: key}
+	tb.b, tb.reg = g.set.Build(ctx, g.set.Runs, deps, Tenant{Objects: online, Store: store, CloseIdle: online.CloseIdleConnections})
 	g.byUser[user] = tb
 	logger.Info("A new tenant: its runs go to the platform with its own key")
 	return tb, nil
 }
 
+// revokeTenant revokes the key tb sends with, when its guard trips.
+func (g *Gateway[B]) revokeTenant(tb *backend[B], logger *zap.Logger) {
+	g.mu.Lock()
+	key := tb.key
+	g.mu.Unlock()
+	g.revoke(key)
+	if g.set.Revoke != nil {
+		logger.Info("The tenant's key is refused at the receivers from now on: its trainer is told at its next request")
+	}
+}
+
 // revoke refuses a key the platform refused mid-run (the tenant's guard
 // tripped on a 401 whoami confirmed), here and at every receiver's
 // prime_auth (Settings.Revoke), so that its trainer is refused at its next
-// request rather than let in from a cache for up to its TTL; this push's
-// data is dropped by the tripped guard, as it was let in.
+// request rather than let in from a cache for up to its TTL. It is told
+// when the guard trips, and again by each push that was let in meanwhile
+// (a push already past the receiver; its data is dropped by the guard).
 func (g *Gateway[B]) revoke(key string) {
 	g.verifier.Revoke(key)
 	if g.set.Revoke != nil {
@@ -211,6 +224,17 @@ func (g *Gateway[B]) rekeyLocked(ctx context.Context, tb *backend[B], key string
 }
 
 // Registries lists every tenant's run registry.
+// Registry is the run registry of the tenant user; nil when user has
+// sent nothing since the start (or the index brought it back).
+func (g *Gateway[B]) Registry(user string) *runs.Registry {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if tb, ok := g.byUser[user]; ok {
+		return tb.reg
+	}
+	return nil
+}
+
 func (g *Gateway[B]) Registries() []*runs.Registry {
 	g.mu.Lock()
 	defer g.mu.Unlock()

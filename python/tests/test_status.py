@@ -74,6 +74,7 @@ class InitAsksTheCollector(unittest.TestCase):
             (answer("refused", reason="run_refused", error="403 Forbidden: team not allow-listed"), pr.ForbiddenError, "allow-listed"),
             (answer("refused", reason="no_team", error="no team for the run: set prime.run.team_id or team_id"), pr.ConfigurationError, "PRIME_TEAM_ID"),
             (answer("refused", reason="run_refused", error="409 Conflict"), pr.APIError, "409"),
+            (answer("refused", reason="run_limit", error="the collector already serves max_open_runs (2) open runs"), pr.APIError, "max_open_runs"),
             (answer("closed", id="p", status="completed"), pr.ConfigurationError, "already closed"),
         ]
         for said, error, text in cases:
