@@ -40,7 +40,7 @@ type mtGateway struct {
 	grpcAddr string   // OTLP/gRPC over TLS
 	// statusAddr is the run status route, over TLS behind prime_auth.
 	statusAddr string
-	caFile   string   // the CA that signed the receivers' certificate
+	caFile     string // the CA that signed the receivers' certificate
 	// metricsPort is where the collector serves its own metrics.
 	metricsPort string
 	roots       *x509.CertPool

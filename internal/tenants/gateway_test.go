@@ -70,8 +70,8 @@ func startRevoking(t *testing.T, srv *rfttest.Server, st storage.Extension, edit
 	tel := &fleettest.Tally{}
 	g, err := Start(context.Background(), Settings[*runs.Registry]{
 		Config: cfg, Base: base, Storage: st, StorageName: "file_storage", ID: component.MustNewID("prime"),
-		Runs: fleettest.Config(func(c *runs.Config) { c.FinalizeTimeout = time.Second }),
-		Deps: runs.Deps{Logger: zap.New(core), Tel: tel, Stopping: make(chan struct{})},
+		Runs:   fleettest.Config(func(c *runs.Config) { c.FinalizeTimeout = time.Second }),
+		Deps:   runs.Deps{Logger: zap.New(core), Tel: tel, Stopping: make(chan struct{})},
 		Revoke: revoke,
 		Build: func(ctx context.Context, rc runs.Config, deps runs.Deps, t Tenant) (*runs.Registry, *runs.Registry) {
 			deps.Store = t.Store
