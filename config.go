@@ -257,7 +257,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := cfg.Tenants.Validate(tenants.Rest{
-		Mode: string(cfg.Mode), APIKey: cfg.APIKey != "", SharedRegistry: cfg.SharedRegistry.HasValue(), Traces: cfg.Traces.Enabled,
+		Mode: string(cfg.Mode), APIKey: cfg.APIKey != "", SharedRegistry: cfg.SharedRegistry.HasValue(),
 	}); err != nil {
 		errs = append(errs, err)
 	}

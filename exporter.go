@@ -60,6 +60,9 @@ type backend struct {
 	reg      *runs.Registry
 	uploader *upload.Uploader
 	evals    platform.Evals
+	// traces is a multi-tenant gateway tenant's Prime Traces, which a new
+	// key of the tenant rekeys; nil otherwise.
+	traces *platform.OnlineTraces
 	// objects and store are where the uploader puts sample objects and
 	// keeps their progress; store is the run registry's too.
 	objects   platform.Objects
@@ -170,7 +173,7 @@ func (e *primeExporter) Start(ctx context.Context, host component.Host) error {
 		}
 		deps.API, deps.Evals, b.objects, deps.Refused, b.closeIdle = online, online, online, online.Refused, online.CloseIdleConnections
 		if e.cfg.Traces.Enabled {
-			t, err := e.onlineTraces()
+			t, err := e.onlineTraces(string(e.cfg.APIKey))
 			if err != nil {
 				return err
 			}
@@ -228,13 +231,36 @@ func (e *primeExporter) startTenants(ctx context.Context, host component.Host, r
 	if err != nil {
 		return nil, err
 	}
+	var baseTraces *rft.Traces
+	if e.cfg.Traces.Enabled {
+		if baseTraces, err = e.tracesClient(tenants.PlaceholderKey); err != nil {
+			return nil, err
+		}
+	}
 	set := tenants.Settings[*backend]{
 		Config: e.cfg.Tenants, Base: base, Runs: rc, Deps: deps, ID: e.settings.ID,
 		Outage: e.outageOptions(), Health: e.status.Health(statusRunRegistry),
 		Build: func(ctx context.Context, rc runs.Config, deps runs.Deps, t tenants.Tenant) (*backend, *runs.Registry) {
-			// No Prime Traces: tenants.Config refuses traces::enabled.
-			b := e.startBackend(ctx, &backend{warn: deps.Warn, closeIdle: t.CloseIdle, ambient: newAmbientState(e.cfg.Ambient), objects: t.Objects, store: t.Store}, rc, deps, nil)
+			b := &backend{warn: deps.Warn, closeIdle: t.CloseIdle, ambient: newAmbientState(e.cfg.Ambient), objects: t.Objects, store: t.Store}
+			var traces platform.Traces
+			if baseTraces != nil {
+				// Each tenant's documents go to Prime Traces with its own
+				// key, as its runs' other requests do.
+				if tr, err := baseTraces.WithKey(t.Key); err == nil {
+					b.traces = platform.NewOnlineTraces(tr, deps.Logger, e.outageOptions()...)
+					traces, b.closeIdle = b.traces, func() { t.CloseIdle(); tr.CloseIdleConnections() }
+				}
+			}
+			b = e.startBackend(ctx, b, rc, deps, traces)
 			return b, b.reg
+		},
+		Rekeyed: func(b *backend, key string) {
+			if b.traces == nil {
+				return
+			}
+			if tr, err := baseTraces.WithKey(key); err == nil {
+				b.traces.Rekey(tr)
+			}
 		},
 	}
 	set.Revoke = tenants.KeyRevokers(host)
@@ -283,14 +309,24 @@ func (e *primeExporter) platformClient(ctx context.Context, host component.Host,
 // onlineTraces builds the Prime Traces client. Prime Traces is another
 // host: it gets the proxy, but none of the API client's headers or auth
 // extensions, and a bulk upload's timeout.
-func (e *primeExporter) onlineTraces() (*platform.OnlineTraces, error) {
+func (e *primeExporter) onlineTraces(key string) (*platform.OnlineTraces, error) {
+	c, err := e.tracesClient(key)
+	if err != nil {
+		return nil, err
+	}
+	return platform.NewOnlineTraces(c, e.logger, e.outageOptions()...), nil
+}
+
+// tracesClient builds the Prime Traces client with key (a multi-tenant
+// gateway's placeholder, which each tenant's copy replaces: WithKey).
+func (e *primeExporter) tracesClient(key string) (*rft.Traces, error) {
 	hc, err := rft.NewObjectClient(e.cfg.ClientConfig.ProxyURL, 0)
 	if err != nil {
 		return nil, err
 	}
 	opts := rft.TracesOptions{
 		URL:        e.cfg.Traces.Endpoint,
-		APIKey:     string(e.cfg.APIKey),
+		APIKey:     key,
 		HTTPClient: hc,
 		UserAgent:  "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
 		Sleep:      runs.SleepUnless(e.stopping),
@@ -300,7 +336,7 @@ func (e *primeExporter) onlineTraces() (*platform.OnlineTraces, error) {
 		return nil, fmt.Errorf("traces: %w", err)
 	}
 	e.logger.Info("Prime Traces is on: episode documents go to "+c.Endpoint(), zap.String("routing", string(e.cfg.Traces.Routing)))
-	return platform.NewOnlineTraces(c, e.logger, e.outageOptions()...), nil
+	return c, nil
 }
 
 // tapQueue gives a signal's exporterhelper the meter provider through which

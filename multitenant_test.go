@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
@@ -187,7 +188,6 @@ func TestTheTenantsConfigNamesEachRule(t *testing.T) {
 		{"no open runs", func(c *Config) { c.Tenants.MaxOpenRuns = 0 }, "tenants::max_open_runs"},
 		{"no tenants", func(c *Config) { c.Tenants.MaxTenants = 0 }, "tenants::max_tenants"},
 		{"no key ttl", func(c *Config) { c.Tenants.KeyTTL = 0 }, "tenants::key_ttl"},
-		{"traces", func(c *Config) { c.Traces.Enabled = true }, "traces::enabled"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,6 +201,36 @@ func TestTheTenantsConfigNamesEachRule(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Tenants.Enabled = true
 	require.NoError(t, cfg.Validate(), "a multi-tenant gateway needs no api_key")
+	cfg.Traces.Enabled = true
+	require.NoError(t, cfg.Validate(), "nor does its Prime Traces: each tenant's documents go with its key")
+}
+
+func TestEachTenantsEpisodeDocumentsGoToPrimeTracesWithItsOwnKey(t *testing.T) {
+	h := newTenantHarness(t, func(c *Config) {
+		// The fake platform serves Prime Traces too, at its root.
+		c.Traces = TracesConfig{Enabled: true, Endpoint: strings.TrimSuffix(c.ClientConfig.Endpoint, "/api/v1"), Routing: RoutingExclusive}
+	})
+	for _, key := range []string{aliceKey, bobKey} {
+		require.NoError(t, h.exp.pushLogs(as(key), events(trainRun("docs"), nativeEpisode("e-"+key[3:8], 20))))
+	}
+	assert.ElementsMatch(t, []string{"alice", "bob"}, usersOf(h.platform, "/traces"), "one batch each, with its tenant's key")
+
+	// alice sends with a new key of hers: her documents go with it.
+	const aliceNewKey = "sk-alice-SECRET-3"
+	h.platform.AddUser(rfttest.User{Key: aliceNewKey, ID: "alice"})
+	require.NoError(t, h.exp.pushLogs(as(aliceNewKey), events(trainRun("docs"), nativeEpisode("e-new", 30))))
+	var last rfttest.Request
+	for _, r := range h.platform.Requests() {
+		if strings.HasSuffix(r.Path, "/traces") {
+			last = r
+		}
+	}
+	assert.Equal(t, "Bearer "+aliceNewKey, last.Header.Get("Authorization"), "a tenant's Prime Traces client is rekeyed with it")
+	for _, r := range h.platform.Runs() {
+		assert.Empty(t, r.Objects, "exclusive routing: %s's documents are not in the sample table", r.Owner)
+	}
+	require.NotContains(t, h.logText(), aliceKey)
+	require.NotContains(t, h.logText(), bobKey)
 }
 
 func TestAMultiTenantGatewayPartitionsItsBatchesBySenderKey(t *testing.T) {

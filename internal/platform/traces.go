@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -27,7 +28,8 @@ func tracesContext() map[string]any {
 
 // OnlineTraces is the Prime Traces service.
 type OnlineTraces struct {
-	c     *rft.Traces
+	// c is swapped by Rekey, under uploads in flight.
+	c     atomic.Pointer[rft.Traces]
 	watch *outageWatch
 }
 
@@ -36,18 +38,24 @@ var _ Traces = (*OnlineTraces)(nil)
 // NewOnlineTraces wraps the service's client; its outages are logged to
 // logger, configured by opts.
 func NewOnlineTraces(c *rft.Traces, logger *zap.Logger, opts ...OutageOption) *OnlineTraces {
-	return &OnlineTraces{c: c, watch: newOutageWatch("Prime Traces", logger, opts...)}
+	o := &OnlineTraces{watch: newOutageWatch("Prime Traces", logger, opts...)}
+	o.c.Store(c)
+	return o
 }
+
+// Rekey makes later uploads with c, the service under a multi-tenant
+// gateway tenant's new key.
+func (o *OnlineTraces) Rekey(c *rft.Traces) { o.c.Store(c) }
 
 func (o *OnlineTraces) UploadTraces(ctx context.Context, _, team string, lines [][]byte) error {
 	return watched(o.watch, func() error {
-		_, err := o.c.Upload(ctx, rft.TraceBatch{Lines: lines, Team: team, Context: tracesContext()})
+		_, err := o.c.Load().Upload(ctx, rft.TraceBatch{Lines: lines, Team: team, Context: tracesContext()})
 		return err
 	})
 }
 
 // CloseIdleConnections releases the client's keep-alive connections.
-func (o *OnlineTraces) CloseIdleConnections() { o.c.CloseIdleConnections() }
+func (o *OnlineTraces) CloseIdleConnections() { o.c.Load().CloseIdleConnections() }
 
 // TracesDir is where offline mode keeps a run's Prime Traces batches.
 const TracesDir = "traces"

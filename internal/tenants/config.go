@@ -35,9 +35,9 @@ type Config struct {
 type Rest struct {
 	// Mode is the mode key's value; a gateway needs online.
 	Mode string
-	// APIKey, SharedRegistry and Traces say whether api_key,
-	// shared_registry and traces::enabled are set.
-	APIKey, SharedRegistry, Traces bool
+	// APIKey and SharedRegistry say whether api_key and shared_registry
+	// are set.
+	APIKey, SharedRegistry bool
 }
 
 // Validate names each rule a gateway's config breaks, by its key. It is
@@ -57,9 +57,6 @@ func (c *Config) Validate(rest Rest) error {
 	}
 	if rest.SharedRegistry {
 		errs = append(errs, errors.New("shared_registry is not supported with tenants::enabled: a multi-tenant gateway keeps its tenants' registries in storage (a file_storage extension)"))
-	}
-	if rest.Traces {
-		errs = append(errs, errors.New("traces::enabled is not supported with tenants::enabled yet: Prime Traces uploads would need each tenant's key"))
 	}
 	if c.MaxOpenRuns <= 0 {
 		errs = append(errs, fmt.Errorf("tenants::max_open_runs must be positive, got %d", c.MaxOpenRuns))

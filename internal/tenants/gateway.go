@@ -50,6 +50,10 @@ type Settings[B any] struct {
 	// parts, its registry restored and started, and returns it with that
 	// registry.
 	Build func(ctx context.Context, rc runs.Config, deps runs.Deps, t Tenant) (B, *runs.Registry)
+	// Rekeyed tells a tenant's backend that the tenant sends with key from
+	// now on (a revoked key replaced), for the clients it built with the
+	// old one (Prime Traces'); nil when it built none.
+	Rekeyed func(b B, key string)
 	// Revoke refuses a key the platform refused mid-run at the receivers
 	// that authenticate senders (prime_auth's RevokeKey); nil when none
 	// can be told.
@@ -148,10 +152,11 @@ func (g *Gateway[B]) For(ctx context.Context, signal string, records int) (B, er
 }
 
 // Tenant is what a tenant's backend is built on besides its registry's
-// config and deps: the platform's objects route under the tenant's key,
-// the store of its runs and sample objects, and the release of its idle
-// connections.
+// config and deps: the key it sends with now, the platform's objects route
+// under that key, the store of its runs and sample objects, and the release
+// of its idle connections.
 type Tenant struct {
+	Key       string
 	Objects   platform.Objects
 	Store     Store
 	CloseIdle func()
@@ -181,7 +186,7 @@ func (g *Gateway[B]) openLocked(ctx context.Context, user, key string) (*backend
 	if err != nil {
 		return nil, err
 	}
-	tb.b, tb.reg = g.set.Build(ctx, g.set.Runs, deps, Tenant{Objects: online, Store: store, CloseIdle: online.CloseIdleConnections})
+	tb.b, tb.reg = g.set.Build(ctx, g.set.Runs, deps, Tenant{Key: key, Objects: online, Store: store, CloseIdle: online.CloseIdleConnections})
 	g.byUser[user] = tb
 	logger.Info("A new tenant: its runs go to the platform with its own key")
 	return tb, nil
@@ -220,10 +225,12 @@ func (g *Gateway[B]) rekeyLocked(ctx context.Context, tb *backend[B], key string
 	}
 	tb.online.Rekey(c)
 	tb.key = key
+	if g.set.Rekeyed != nil {
+		g.set.Rekeyed(tb.b, key)
+	}
 	g.saveLocked(ctx)
 }
 
-// Registries lists every tenant's run registry.
 // Registry is the run registry of the tenant user; nil when user has
 // sent nothing since the start (or the index brought it back).
 func (g *Gateway[B]) Registry(user string) *runs.Registry {
@@ -235,6 +242,7 @@ func (g *Gateway[B]) Registry(user string) *runs.Registry {
 	return nil
 }
 
+// Registries lists every tenant's run registry.
 func (g *Gateway[B]) Registries() []*runs.Registry {
 	g.mu.Lock()
 	defer g.mu.Unlock()
