@@ -242,8 +242,8 @@ type retryFault struct {
 	// processed: the platform did the work before the answer was lost.
 	processed bool
 	// retryAfter is the server's Retry-After as a duration; approx says it
-	// was an HTTP-date, whose second granularity and the clock make it
-	// inexact.
+	// was an HTTP-date, dated when the fault was served, whose second
+	// granularity makes it inexact.
 	retryAfter time.Duration
 	approx     bool
 }
@@ -274,7 +274,7 @@ func (f retryFault) arm(r *faultRig, route rfttest.Route, n int) {
 	}
 	script := f.script
 	if f.approx {
-		script.RetryAfter = time.Now().Add(f.retryAfter).UTC().Format(http.TimeFormat)
+		script.RetryAfterDate = f.retryAfter
 	}
 	faults := make([]rfttest.Fault, n)
 	for i := range faults {

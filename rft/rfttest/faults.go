@@ -16,6 +16,11 @@ type Fault struct {
 	Status int
 	// RetryAfter is sent as the Retry-After header, if not empty.
 	RetryAfter string
+	// RetryAfterDate, when RetryAfter is empty, sends Retry-After as the
+	// HTTP-date this long after the answer: measured from when the fault
+	// is served, not when it was scripted, however long the request took
+	// to come.
+	RetryAfterDate time.Duration
 	// Body is the answer's body; "" means {"detail": "injected fault: …"},
 	// or the Prime Traces error body when Code is set.
 	Body string
@@ -172,8 +177,11 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 func writeFault(w http.ResponseWriter, f Fault) {
-	if f.RetryAfter != "" {
+	switch {
+	case f.RetryAfter != "":
 		w.Header().Set("Retry-After", f.RetryAfter)
+	case f.RetryAfterDate > 0:
+		w.Header().Set("Retry-After", time.Now().Add(f.RetryAfterDate).UTC().Format(http.TimeFormat))
 	}
 	body := f.Body
 	if body == "" {
