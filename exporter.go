@@ -1,6 +1,7 @@
 package primeexporter
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -60,6 +61,9 @@ type backend struct {
 	reg      *runs.Registry
 	uploader *upload.Uploader
 	evals    platform.Evals
+	// tel counts a multi-tenant gateway tenant's rejections under its
+	// name; nil for the exporter's own.
+	tel *telemetry
 	// traces is a multi-tenant gateway tenant's Prime Traces, which a new
 	// key of the tenant rekeys; nil otherwise.
 	traces *platform.OnlineTraces
@@ -206,7 +210,7 @@ func (e *primeExporter) startBackend(ctx context.Context, b *backend, rc runs.Co
 	b.uploader = upload.New(upload.Config{
 		StepInterval: e.cfg.Samples.StepInterval, MaxEpisodeBytes: e.cfg.Samples.MaxEpisodeBytes, MaxObjectBytes: e.cfg.Samples.MaxObjectBytes,
 		Traces: traces, Exclusive: e.cfg.Traces.Routing == RoutingExclusive,
-	}, upload.NewObjects(b.objects, b.store, b.warn), e.tel, b.warn)
+	}, upload.NewObjects(b.objects, b.store, b.warn), cmp.Or(b.tel, e.tel), b.warn)
 	b.reg.Start()
 	return b
 }
@@ -237,11 +241,15 @@ func (e *primeExporter) startTenants(ctx context.Context, host component.Host, r
 			return nil, err
 		}
 	}
+	labels := tenants.NewLabels(e.cfg.Tenants.NamedInMetrics)
+	deps.Tel = e.tel.forTenant("", labels) // what no tenant can be told for
 	set := tenants.Settings[*backend]{
 		Config: e.cfg.Tenants, Base: base, Runs: rc, Deps: deps, ID: e.settings.ID,
 		Outage: e.outageOptions(), Health: e.status.Health(statusRunRegistry),
 		Build: func(ctx context.Context, rc runs.Config, deps runs.Deps, t tenants.Tenant) (*backend, *runs.Registry) {
-			b := &backend{warn: deps.Warn, closeIdle: t.CloseIdle, ambient: newAmbientState(e.cfg.Ambient), objects: t.Objects, store: t.Store}
+			tel := e.tel.forTenant(t.User, labels)
+			deps.Tel = tel
+			b := &backend{warn: deps.Warn, closeIdle: t.CloseIdle, ambient: newAmbientState(e.cfg.Ambient), objects: t.Objects, store: t.Store, tel: tel}
 			var traces platform.Traces
 			if baseTraces != nil {
 				// Each tenant's documents go to Prime Traces with its own

@@ -92,7 +92,7 @@ func createDefaultConfig() component.Config {
 		FinalizeTimeout: 2 * time.Minute,
 		// Off until configured; a configured block gets these defaults.
 		SharedRegistry: configoptional.Default(SharedRegistryConfig{Redis: RedisConfig{Prefix: "prime"}}),
-		Tenants:        tenants.Config{MaxOpenRuns: 32, MaxTenants: 1000, KeyTTL: tenant.DefaultTTL},
+		Tenants:        tenants.Config{MaxOpenRuns: 32, MaxTenants: 1000, KeyTTL: tenant.DefaultTTL, NamedInMetrics: 20},
 	}
 }
 

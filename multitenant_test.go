@@ -119,7 +119,8 @@ func TestDataWithoutAKeyOrWithARefusedKeyIsRefusedForGoodAndCounted(t *testing.T
 		t.Run(tt.name, func(t *testing.T) {
 			err := h.exp.pushMetrics(as(tt.key), gauges(trainRun("x"), map[int64]map[string]float64{1: {"loss": 1}}))
 			require.True(t, consumererror.IsPermanent(err), "err = %v", err)
-			require.Equal(t, int64(1), h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": tt.reason}))
+			require.Equal(t, int64(1), h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": tt.reason, "tenant": "unknown"}),
+				"counted under no tenant: none could be told")
 		})
 	}
 	require.Empty(t, h.platform.Runs())
@@ -174,7 +175,25 @@ func TestATenantCannotOpenMoreThanMaxOpenRuns(t *testing.T) {
 		perOwner[r.Owner]++
 	}
 	require.Equal(t, map[string]int{"alice": 2, "bob": 1}, perOwner)
-	require.Equal(t, int64(1), h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": "run_limit"}))
+	require.Equal(t, int64(1), h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": "run_limit", "tenant": "alice"}),
+		"counted under the tenant that hit its limit")
+	require.Zero(t, h.count("otelcol_exporter_prime_records_rejected", map[string]string{"tenant": "bob"}))
+}
+
+func TestTheRejectionCounterNamesTheTenantsThatLoseTheMostAndCountsTheOthersAsOther(t *testing.T) {
+	h := newTenantHarness(t, func(c *Config) { c.Tenants.MaxOpenRuns, c.Tenants.NamedInMetrics = 1, 1 })
+	push := func(key, run string) {
+		require.NoError(t, h.exp.pushMetrics(as(key), gauges(trainRun(run), map[int64]map[string]float64{1: {"loss": 1}})))
+	}
+	push(aliceKey, "a1")
+	push(bobKey, "b1")
+	push(aliceKey, "a2") // alice's first loss: she is named
+	push(bobKey, "b2")   // bob lost as much as alice: he is other
+	rejected := func(tenant string) int64 {
+		return h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": "run_limit", "tenant": tenant})
+	}
+	assert.Equal(t, []int64{1, 0, 1}, []int64{rejected("alice"), rejected("bob"), rejected("other")})
+	assert.Equal(t, int64(2), h.count("otelcol_exporter_prime_records_rejected", map[string]string{"reason": "run_limit"}), "the total stays exact")
 }
 
 func TestTheTenantsConfigNamesEachRule(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/primeintellect/primeexporter/internal/metadata"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/tenants"
 	"github.com/primeintellect/primeexporter/internal/upload"
 )
 
@@ -38,6 +39,16 @@ const (
 // documents but cannot bind to the generated instruments.
 type telemetry struct {
 	b *metadata.TelemetryBuilder
+	// tenant, on a multi-tenant gateway, names the tenant a rejection is
+	// counted under (internal/tenants' Labels); nil otherwise.
+	tenant func(records int) string
+}
+
+// forTenant counts user's rejections under its label in labels ("" for
+// data no tenant could be told for); the other counters are the
+// exporter's.
+func (t *telemetry) forTenant(user string, labels *tenants.Labels) *telemetry {
+	return &telemetry{b: t.b, tenant: func(records int) string { return labels.Of(user, records) }}
 }
 
 // newTelemetry takes the meter provider alone because the generated builder
@@ -69,9 +80,18 @@ func (t *telemetry) observeRuns(open func() (int, time.Duration)) error {
 // stopObserving unregisters the gauges' callbacks at the last shutdown.
 func (t *telemetry) stopObserving() { t.b.Shutdown() }
 
-// Reject counts records lost, by reason.
+// Reject counts records lost, by reason, and on a multi-tenant gateway by
+// tenant.
 func (t *telemetry) Reject(signal string, reason reject.Reason, n int) {
-	t.bySignal(t.b.ExporterPrimeRecordsRejected, signal, reason, n)
+	if n <= 0 {
+		return
+	}
+	if t.tenant == nil {
+		t.bySignal(t.b.ExporterPrimeRecordsRejected, signal, reason, n)
+		return
+	}
+	t.b.ExporterPrimeRecordsRejected.Add(context.Background(), int64(n), metric.WithAttributes(
+		attribute.String("signal", signal), attribute.String("reason", string(reason)), attribute.String("tenant", t.tenant(n))))
 }
 
 // Skip counts records left out on purpose, by reason.

@@ -61,6 +61,15 @@ func TestTheAlertRulesAndTheDashboardQueryOnlyMetricsAndLabelsTheBuiltCollectorE
 	for _, level := range []string{"normal", "detailed"} {
 		scrapes[level] = exportedNames(t, otelcol, trainer, level)
 	}
+	// The multi-tenant gateway's names (its rejections' tenant label) at
+	// the default level, which the shipped gateway uses.
+	for name, labels := range multitenantExportedNames(t, otelcol) {
+		for _, l := range labels {
+			if !slices.Contains(scrapes["normal"][name], l) {
+				scrapes["normal"][name] = append(scrapes["normal"][name], l)
+			}
+		}
+	}
 	// The rules run on the shipped configs, at the default level.
 	for _, r := range rules {
 		checkExported(t, "rule "+r.name, r.expr, scrapes["normal"])
@@ -222,7 +231,33 @@ func exportedNames(t *testing.T, otelcol, trainer, level string) map[string][]st
 			scrape.sum("otelcol_exporter_prime_run_idle_seconds_max") == 0
 	}, func() string { return c.out.String() + "\nscrape:\n" + strings.Join(scrape.lines(), "\n") })
 	c.stop()
+	return namesOf(scrape)
+}
 
+// multitenantExportedNames runs deploy/multitenant/gateway.yaml as shipped
+// and has a tenant's run refused (a team the platform does not give her),
+// so that a rejection carries its tenant label; it returns every metric
+// name of the gateway's /metrics with the label names its series carry.
+func multitenantExportedNames(t *testing.T, otelcol string) map[string][]string {
+	t.Helper()
+	platform := rfttest.NewServer(rfttest.Options{Users: []rfttest.User{{Key: mtAliceKey, ID: "alice", Teams: []string{"team-alice"}}}})
+	defer platform.Close()
+	g := startMultitenantGateway(t, otelcol, platform)
+	if code, body := g.postLogs(t, mtAliceKey, intruderLogs("monitoring", "team-not-hers")); code != http.StatusOK {
+		fatalf(t, g.c, "alice's request: %d %s", code, body)
+	}
+	var scrape counters
+	eventually(t, "alice's refused run counted under her name", func() bool {
+		scrape = scrapeCounters(t, g.c, g.metricsPort)
+		return scrape.sum("otelcol_exporter_prime_records_rejected", "reason", "run_refused", "tenant", "alice") > 0
+	}, func() string { return g.c.out.String() + "\nscrape:\n" + strings.Join(scrape.lines(), "\n") })
+	g.c.stop()
+	return namesOf(scrape)
+}
+
+// namesOf is every metric name of a scrape with the label names its series
+// carry.
+func namesOf(scrape counters) map[string][]string {
 	out := map[string][]string{}
 	for _, s := range scrape {
 		labels := out[s.name]

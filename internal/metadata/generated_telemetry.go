@@ -135,7 +135,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExporterPrimeRecordsRejected, err = builder.meter.Int64Counter(
 		"otelcol_exporter_prime_records_rejected",
-		metric.WithDescription("Data points and log records the prime exporter refused, by reason: they are lost. [Alpha]"),
+		metric.WithDescription("Data points and log records the prime exporter refused, by reason (and on a multi-tenant gateway by tenant): they are lost. [Alpha]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

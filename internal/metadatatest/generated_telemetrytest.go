@@ -56,7 +56,7 @@ func AssertEqualExporterPrimeRecordsCoerced(t *testing.T, tt *componenttest.Tele
 func AssertEqualExporterPrimeRecordsRejected(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_prime_records_rejected",
-		Description: "Data points and log records the prime exporter refused, by reason: they are lost. [Alpha]",
+		Description: "Data points and log records the prime exporter refused, by reason (and on a multi-tenant gateway by tenant): they are lost. [Alpha]",
 		Unit:        "{record}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -28,6 +28,10 @@ type Config struct {
 	// KeyTTL is how long the exporter trusts a key's user without asking
 	// the platform's whoami again.
 	KeyTTL time.Duration `mapstructure:"key_ttl"`
+	// NamedInMetrics is how many tenants the rejection counter names by
+	// user id at once (the ones that lost the most); the others are
+	// "other" (Labels).
+	NamedInMetrics int `mapstructure:"named_in_metrics"`
 }
 
 // Rest is what of the rest of the exporter's config a gateway's rules
@@ -63,6 +67,9 @@ func (c *Config) Validate(rest Rest) error {
 	}
 	if c.MaxTenants <= 0 {
 		errs = append(errs, fmt.Errorf("tenants::max_tenants must be positive, got %d", c.MaxTenants))
+	}
+	if c.NamedInMetrics <= 0 {
+		errs = append(errs, fmt.Errorf("tenants::named_in_metrics must be positive, got %d: it bounds the tenants the rejection counter names", c.NamedInMetrics))
 	}
 	if c.KeyTTL <= 0 {
 		errs = append(errs, fmt.Errorf("tenants::key_ttl must be positive, got %s", c.KeyTTL))

@@ -156,6 +156,7 @@ func (g *Gateway[B]) For(ctx context.Context, signal string, records int) (B, er
 // under that key, the store of its runs and sample objects, and the release
 // of its idle connections.
 type Tenant struct {
+	User      string
 	Key       string
 	Objects   platform.Objects
 	Store     Store
@@ -186,7 +187,7 @@ func (g *Gateway[B]) openLocked(ctx context.Context, user, key string) (*backend
 	if err != nil {
 		return nil, err
 	}
-	tb.b, tb.reg = g.set.Build(ctx, g.set.Runs, deps, Tenant{Key: key, Objects: online, Store: store, CloseIdle: online.CloseIdleConnections})
+	tb.b, tb.reg = g.set.Build(ctx, g.set.Runs, deps, Tenant{User: user, Key: key, Objects: online, Store: store, CloseIdle: online.CloseIdleConnections})
 	g.byUser[user] = tb
 	logger.Info("A new tenant: its runs go to the platform with its own key")
 	return tb, nil
