@@ -253,6 +253,10 @@ func TestMultitenantGatewaySendsEachTenantsRunsWithItsOwnKeyAndKeepsThemApart(t 
 	if dropped := rejected.sum("otelcol_exporter_prime_records_rejected", "reason", "unauthorized"); dropped < droppedAtTrip || droppedAtTrip == 0 {
 		fatalf(t, c, "carol's data let in before her key was refused at the receiver should be dropped and counted as unauthorized: %v at the trip, %v at the end", droppedAtTrip, dropped)
 	}
+	if rejected.sum("otelcol_exporter_prime_records_rejected", "reason", "unauthorized", "tenant", "carol") == 0 ||
+		rejected.sum("otelcol_exporter_prime_records_rejected", "reason", "run_refused", "tenant", "bob") == 0 {
+		fatalf(t, c, "the rejections should name their tenants (carol's unauthorized, bob's run_refused): %v", rejected.lines())
+	}
 	if rejected.sum("otelcol_prime_auth_refused", "reason", "refused") == 0 {
 		fatalf(t, c, "prime_auth counted no refusal of carol's revoked key: %v", rejected.byReason("otelcol_prime_auth_refused"))
 	}
