@@ -2,8 +2,9 @@
 // lifecycle (internal/runs) must remember about a run across a collector
 // restart, and across the collectors of a fleet. It imports nothing of the
 // lifecycle; internal/runs declares the roles it uses (its Store, and the
-// shared roles of its Redis fleet) beside their callers, and the exporter
-// picks one store at start:
+// shared roles of its Redis fleet) beside their callers, internal/upload
+// the sample objects' (its ObjectStore), and the exporter picks one store
+// at start:
 //
 //   - MemStore (mem.go): no storage; the delivered set in memory, the
 //     newest 2^18 fingerprints in two generations; nothing survives a
@@ -18,6 +19,8 @@
 //     extension_migrate.go moves the layout of earlier releases once;
 //     extension_backlog.go keeps in memory the writes a full disk refuses,
 //     answers from there and writes them when storage takes writes again.
+//     Each sample object's upload is a key of its own (objects.go), which
+//     the uploader (internal/upload) writes, never the run's record.
 //   - RedisStore (redis.go): the shared registry of a fleet of collectors,
 //     which beyond a store's calls holds, claims, counts and keeps pending
 //     uploads (redis_pending.go) and delivered steps (redis_delivered.go)
