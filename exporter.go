@@ -3,14 +3,12 @@ package primeexporter
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/exporter"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
@@ -70,36 +68,10 @@ type backend struct {
 	// objects and store are where the uploader puts sample objects and
 	// keeps their progress; store is the run registry's too.
 	objects   platform.Objects
-	store     registryStore
+	store     runstore.Store
 	warn      *logonce.Logger
 	closeIdle func()
 	ambient   *ambientState
-}
-
-// option is a test seam, given at construction.
-type option func(*options)
-
-type options struct {
-	client []func(*rft.Options)
-	runs   []runs.Option
-	outage []platform.OutageOption
-}
-
-// withClientOptions adjusts the platform client's options before it is
-// built (e.g. instant in-place retries).
-func withClientOptions(f func(*rft.Options)) option {
-	return func(o *options) { o.client = append(o.client, f) }
-}
-
-// withOutageOptions passes options to the outage watches (e.g. a clock).
-func withOutageOptions(opts ...platform.OutageOption) option {
-	return func(o *options) { o.outage = append(o.outage, opts...) }
-}
-
-// withCloseOutPause replaces the run registry's wait between close-out
-// rounds (e.g. none at all).
-func withCloseOutPause(pause func(ctx context.Context, d time.Duration) error) option {
-	return func(o *options) { o.runs = append(o.runs, runs.WithPause(pause)) }
 }
 
 // newPrimeExporter builds the exporter the pipelines of cfg share, which
@@ -273,7 +245,7 @@ func (e *primeExporter) startTenants(ctx context.Context, host component.Host, r
 	}
 	set.Revoke = tenants.KeyRevokers(host)
 	if e.cfg.Storage != nil {
-		if set.Storage, err = e.storageExtension(host); err != nil {
+		if set.Storage, err = runstore.StorageExtension(host, *e.cfg.Storage); err != nil {
 			return nil, err
 		}
 		set.StorageName = e.cfg.Storage.String()
@@ -374,72 +346,22 @@ func (e *primeExporter) outageOptions() []platform.OutageOption {
 // ("platform API", "object storage", "Prime Traces").
 const statusRunRegistry = "run registry"
 
-// openStore opens the storage extension's client, or says plainly what a
-// restart will cost without one.
-// registryStore keeps a backend's runs (runs.Store) and its sample
-// objects' uploads (upload.ObjectStore): runstore's stores are both.
-type registryStore interface {
-	runs.Store
-	upload.ObjectStore
-}
-
-func (e *primeExporter) openStore(ctx context.Context, host component.Host) (registryStore, error) {
+// openStore opens the run registry's store the config asks for
+// (runstore.Open); a shared registry's TLS is loaded here.
+func (e *primeExporter) openStore(ctx context.Context, host component.Host) (runstore.Store, error) {
+	o := runstore.OpenOptions{Storage: e.cfg.Storage, Host: host, ID: e.settings.ID, Logger: e.logger, Health: e.status.Health(statusRunRegistry)}
 	if sr := e.cfg.SharedRegistry.Get(); sr != nil {
-		return e.sharedStore(ctx, sr.Redis)
-	}
-	if e.cfg.Storage == nil {
-		e.logger.Info("No storage configured: a collector restart forgets the runs it served. Runs it created are created again (a second run), " +
-			"and their episode tables continue under random sample_id ranges; set storage: <storage extension> to keep them across restarts")
-		return runstore.NewMemStore(), nil
-	}
-	se, err := e.storageExtension(host)
-	if err != nil {
-		return nil, err
-	}
-	client, err := se.GetClient(ctx, component.KindExporter, e.settings.ID, "runs")
-	if err != nil {
-		// A store that cannot be opened (a damaged file) must not stop the
-		// collector: it would only start again into the same error.
-		e.logger.Error("Cannot open the run registry in storage: the exporter goes on without it, as without storage (a restart forgets its runs, and runs created before are created again); move the damaged file aside, or set the file_storage extension's recreate: true",
-			zap.String("storage", e.cfg.Storage.String()), zap.Error(err))
-		e.status.Set(statusRunRegistry, fmt.Errorf("storage: %w", err))
-		return runstore.NewMemStore(), nil
-	}
-	return runstore.NewExtensionStore(client, runstore.ExtensionOptions{Logger: e.logger, Name: e.cfg.Storage.String(), Health: e.status.Health(statusRunRegistry)}), nil
-}
-
-// storageExtension is the extension storage names.
-func (e *primeExporter) storageExtension(host component.Host) (storage.Extension, error) {
-	ext, ok := host.GetExtensions()[*e.cfg.Storage]
-	if !ok {
-		return nil, fmt.Errorf("storage: no extension %q is configured; add it under extensions and service::extensions", e.cfg.Storage.String())
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("storage: extension %s is not a storage extension", e.cfg.Storage.String())
-	}
-	return se, nil
-}
-
-// sharedStore is the fleet's run registry in Redis. It connects on first
-// use, so a Redis that is down at start holds back data, not the
-// collector; its outages are the exporter's component status, so that a
-// health check sees what holds the data back.
-func (e *primeExporter) sharedStore(ctx context.Context, rc RedisConfig) (registryStore, error) {
-	var tlsConfig *tls.Config
-	if t := rc.TLS.Get(); t != nil {
-		var err error
-		// nil when insecure: true asks for no TLS at all.
-		if tlsConfig, err = t.LoadTLSConfig(ctx); err != nil {
-			return nil, fmt.Errorf("shared_registry::redis::tls: %w", err)
+		rc := sr.Redis
+		o.Redis = &runstore.RedisOptions{Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix}
+		if t := rc.TLS.Get(); t != nil {
+			var err error
+			// nil when insecure: true asks for no TLS at all.
+			if o.Redis.TLS, err = t.LoadTLSConfig(ctx); err != nil {
+				return nil, fmt.Errorf("shared_registry::redis::tls: %w", err)
+			}
 		}
 	}
-	e.logger.Info("The run registry is shared through Redis: collectors with the same shared_registry create each run once and share its sample_id ranges, delivered episodes, pending uploads and close-out",
-		zap.String("endpoint", rc.Endpoint), zap.Int("db", rc.DB), zap.String("prefix", rc.Prefix), zap.Bool("tls", tlsConfig != nil))
-	return runstore.NewRedisStore(runstore.RedisOptions{
-		Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix, TLS: tlsConfig,
-		Logger: e.logger, Health: e.status.Health(statusRunRegistry),
-	}), nil
+	return runstore.Open(ctx, o)
 }
 
 // Shutdown, after the last pipeline's, finishes the pending close-outs;

@@ -14,9 +14,12 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/ambient"
 	"github.com/primeintellect/primeexporter/internal/metadata"
+	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/sharedcomponent"
 	"github.com/primeintellect/primeexporter/internal/tenant"
 	"github.com/primeintellect/primeexporter/internal/tenants"
+	"github.com/primeintellect/primeexporter/rft"
 )
 
 const (
@@ -190,4 +193,30 @@ func helperOptions(shared *sharedcomponent.Component[*primeExporter], cfg *Confi
 		exporterhelper.WithRetry(cfg.RetryConfig),
 		exporterhelper.WithQueue(cfg.queueConfig()),
 	}
+}
+
+// option is a test seam, given at construction.
+type option func(*options)
+
+type options struct {
+	client []func(*rft.Options)
+	runs   []runs.Option
+	outage []platform.OutageOption
+}
+
+// withClientOptions adjusts the platform client's options before it is
+// built (e.g. instant in-place retries).
+func withClientOptions(f func(*rft.Options)) option {
+	return func(o *options) { o.client = append(o.client, f) }
+}
+
+// withOutageOptions passes options to the outage watches (e.g. a clock).
+func withOutageOptions(opts ...platform.OutageOption) option {
+	return func(o *options) { o.outage = append(o.outage, opts...) }
+}
+
+// withCloseOutPause replaces the run registry's wait between close-out
+// rounds (e.g. none at all).
+func withCloseOutPause(pause func(ctx context.Context, d time.Duration) error) option {
+	return func(o *options) { o.runs = append(o.runs, runs.WithPause(pause)) }
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/tenant"
-	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft"
 )
 
@@ -130,11 +130,8 @@ func (g *Gateway[B]) For(ctx context.Context, signal string, records int) (B, er
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if tb, ok := g.byUser[user]; ok {
-		switch {
-		case tb.key != key:
+		if tb.key != key {
 			g.rekeyLocked(ctx, tb, key)
-		case tb.online.Refused() != nil:
-			g.revoke(key)
 		}
 		return tb.b, nil
 	}
@@ -159,15 +156,8 @@ type Tenant struct {
 	User      string
 	Key       string
 	Objects   platform.Objects
-	Store     Store
+	Store     runstore.Store
 	CloseIdle func()
-}
-
-// Store keeps a tenant's runs and its sample objects' uploads: runstore's
-// stores are both.
-type Store interface {
-	runs.Store
-	upload.ObjectStore
 }
 
 // openLocked builds and starts a tenant's backend.
@@ -207,9 +197,9 @@ func (g *Gateway[B]) revokeTenant(tb *backend[B], logger *zap.Logger) {
 // revoke refuses a key the platform refused mid-run (the tenant's guard
 // tripped on a 401 whoami confirmed), here and at every receiver's
 // prime_auth (Settings.Revoke), so that its trainer is refused at its next
-// request rather than let in from a cache for up to its TTL. It is told
-// when the guard trips, and again by each push that was let in meanwhile
-// (a push already past the receiver; its data is dropped by the guard).
+// request rather than let in from a cache for up to its TTL. The guard
+// tells it when it trips (revokeTenant); pushes already past the receiver
+// are dropped by the guard.
 func (g *Gateway[B]) revoke(key string) {
 	g.verifier.Revoke(key)
 	if g.set.Revoke != nil {

@@ -60,7 +60,7 @@ func (g *Gateway[B]) saveLocked(ctx context.Context) {
 // store is a tenant's run registry's store: a storage client of its own
 // (named by a digest of the user id, which may hold any character), or
 // memory without storage.
-func (g *Gateway[B]) store(ctx context.Context, user string) (Store, error) {
+func (g *Gateway[B]) store(ctx context.Context, user string) (runstore.Store, error) {
 	if g.set.Storage == nil {
 		return runstore.NewMemStore(), nil
 	}
