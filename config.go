@@ -1,6 +1,7 @@
 package primeexporter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/ambient"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/tenants"
 	"github.com/primeintellect/primeexporter/rft"
 )
@@ -145,6 +147,25 @@ func (sc *SharedRegistryConfig) validate() error {
 		errs = append(errs, fmt.Errorf("shared_registry::redis::db must not be negative, got %d", sc.Redis.DB))
 	}
 	return errors.Join(errs...)
+}
+
+// redisOptions are shared_registry's Redis as runstore connects to it, its
+// TLS loaded; nil without shared_registry.
+func (cfg *Config) redisOptions(ctx context.Context) (*runstore.RedisOptions, error) {
+	sr := cfg.SharedRegistry.Get()
+	if sr == nil {
+		return nil, nil
+	}
+	rc := sr.Redis
+	o := &runstore.RedisOptions{Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix}
+	if t := rc.TLS.Get(); t != nil {
+		var err error
+		// nil when insecure: true asks for no TLS at all.
+		if o.TLS, err = t.LoadTLSConfig(ctx); err != nil {
+			return nil, fmt.Errorf("shared_registry::redis::tls: %w", err)
+		}
+	}
+	return o, nil
 }
 
 // EvalConfig is for evaluation runs (prime.run.kind=eval).

@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/primeintellect/primeexporter/internal/tenants"
 )
 
 func loadConfig(t *testing.T, id string) (*Config, error) {
@@ -58,6 +60,10 @@ func TestAnEmptyConfigGivesExactlyTheDefaults(t *testing.T) {
 	assert.True(t, cfg.RetryConfig.Enabled)
 	assert.Zero(t, cfg.RetryConfig.MaxElapsedTime, "retry_on_failure never gives up on a retryable failure")
 	assert.Equal(t, TracesConfig{Endpoint: "https://prime-traces.pintel.dev", Routing: RoutingExclusive}, cfg.Traces, "Prime Traces is opt-in")
+	assert.Equal(t, tenants.LimitsConfig{
+		Limit:          tenants.Limit{BytesPerSecond: 15_000_000, RecordsPerSecond: 10_000, BurstSeconds: 2},
+		ReloadInterval: 10 * time.Second,
+	}, cfg.Tenants.Limits, "a tenant's ingest limit: Tempo's and Elastic's 15 MB/s, Mimir's 10,000 records/s, 2 s of burst")
 }
 
 func TestEveryKeyOfTheFullConfigIsRead(t *testing.T) {
@@ -100,6 +106,10 @@ func TestEveryKeyOfTheFullConfigIsRead(t *testing.T) {
 	queue.NumConsumers = 4
 	queue.QueueSize = 500
 	want.QueueConfig = configoptional.Some(queue)
+	want.Tenants.Limits = tenants.LimitsConfig{
+		Limit:         tenants.Limit{BytesPerSecond: 1_000_000, RecordsPerSecond: 500, BurstSeconds: 1.5},
+		OverridesFile: "/etc/prime/limits.yaml", ReloadInterval: 30 * time.Second,
+	}
 
 	assert.Equal(t, want, cfg)
 }

@@ -243,7 +243,10 @@ func (e *primeExporter) startTenants(ctx context.Context, host component.Host, r
 			}
 		},
 	}
-	set.Revoke = tenants.KeyRevokers(host)
+	set.Revoke, set.Throttled = tenants.KeyRevokers(host), e.tel.throttle
+	if set.Redis, err = e.cfg.redisOptions(ctx); err != nil {
+		return nil, err
+	}
 	if e.cfg.Storage != nil {
 		if set.Storage, err = runstore.StorageExtension(host, *e.cfg.Storage); err != nil {
 			return nil, err
@@ -347,19 +350,12 @@ func (e *primeExporter) outageOptions() []platform.OutageOption {
 const statusRunRegistry = "run registry"
 
 // openStore opens the run registry's store the config asks for
-// (runstore.Open); a shared registry's TLS is loaded here.
+// (runstore.Open).
 func (e *primeExporter) openStore(ctx context.Context, host component.Host) (runstore.Store, error) {
 	o := runstore.OpenOptions{Storage: e.cfg.Storage, Host: host, ID: e.settings.ID, Logger: e.logger, Health: e.status.Health(statusRunRegistry)}
-	if sr := e.cfg.SharedRegistry.Get(); sr != nil {
-		rc := sr.Redis
-		o.Redis = &runstore.RedisOptions{Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix}
-		if t := rc.TLS.Get(); t != nil {
-			var err error
-			// nil when insecure: true asks for no TLS at all.
-			if o.Redis.TLS, err = t.LoadTLSConfig(ctx); err != nil {
-				return nil, fmt.Errorf("shared_registry::redis::tls: %w", err)
-			}
-		}
+	var err error
+	if o.Redis, err = e.cfg.redisOptions(ctx); err != nil {
+		return nil, err
 	}
 	return runstore.Open(ctx, o)
 }

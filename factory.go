@@ -95,7 +95,17 @@ func createDefaultConfig() component.Config {
 		FinalizeTimeout: 2 * time.Minute,
 		// Off until configured; a configured block gets these defaults.
 		SharedRegistry: configoptional.Default(SharedRegistryConfig{Redis: RedisConfig{Prefix: "prime"}}),
-		Tenants:        tenants.Config{MaxOpenRuns: 32, MaxTenants: 1000, KeyTTL: tenant.DefaultTTL, NamedInMetrics: 20},
+		Tenants: tenants.Config{
+			MaxOpenRuns: 32, MaxTenants: 1000, KeyTTL: tenant.DefaultTTL, NamedInMetrics: 20,
+			Limits: tenants.LimitsConfig{
+				// A tenant's ingest: Tempo's and Elastic's managed OTLP's
+				// 15 MB/s, Mimir's 10,000 samples/s, and a burst of two
+				// seconds of either (Elastic's 30 MB on 15 MB/s). The
+				// overrides file is read again this often.
+				Limit:          tenants.Limit{BytesPerSecond: 15_000_000, RecordsPerSecond: 10_000, BurstSeconds: 2},
+				ReloadInterval: 10 * time.Second,
+			},
+		},
 	}
 }
 
@@ -149,14 +159,35 @@ func (s *exporters) get(cfg *Config, set exporter.Settings) (*sharedcomponent.Co
 
 func (s *exporters) createMetrics(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Metrics, error) {
 	return buildSignal(s, set, c, "metrics", func(e *primeExporter, tapped exporter.Settings, opts []exporterhelper.Option) (exporter.Metrics, error) {
-		return exporterhelper.NewMetrics(ctx, tapped, c, e.pushMetrics, opts...)
+		m, err := exporterhelper.NewMetrics(ctx, tapped, c, e.pushMetrics, opts...)
+		return tenants.AdmitMetrics(m, e.admission()), err
 	}, sharedcomponent.Metrics[*primeExporter])
 }
 
 func (s *exporters) createLogs(ctx context.Context, set exporter.Settings, c component.Config) (exporter.Logs, error) {
 	return buildSignal(s, set, c, "logs", func(e *primeExporter, tapped exporter.Settings, opts []exporterhelper.Option) (exporter.Logs, error) {
-		return exporterhelper.NewLogs(ctx, tapped, c, e.pushLogs, opts...)
+		l, err := exporterhelper.NewLogs(ctx, tapped, c, e.pushLogs, opts...)
+		return tenants.AdmitLogs(l, e.admission()), err
 	}, sharedcomponent.Logs[*primeExporter])
+}
+
+// admission is what a multi-tenant gateway's signals ask before a request
+// goes into the sending queue (its tenant's ingest limit,
+// tenants.Gateway.Admit); nil on a single-key exporter, whose signals ask
+// nothing.
+func (e *primeExporter) admission() tenants.Admit {
+	if !e.cfg.Tenants.Enabled {
+		return nil
+	}
+	return func(ctx context.Context, signal string, bytes, records int) error {
+		e.mu.Lock()
+		g := e.tenants
+		e.mu.Unlock()
+		if g == nil {
+			return nil // not started, or shut down: exporterhelper refuses
+		}
+		return g.Admit(ctx, signal, bytes, records)
+	}
 }
 
 // buildSignal builds one signal's exporterhelper exporter on the config's

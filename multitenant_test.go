@@ -207,6 +207,9 @@ func TestTheTenantsConfigNamesEachRule(t *testing.T) {
 		{"no open runs", func(c *Config) { c.Tenants.MaxOpenRuns = 0 }, "tenants::max_open_runs"},
 		{"no tenants", func(c *Config) { c.Tenants.MaxTenants = 0 }, "tenants::max_tenants"},
 		{"no key ttl", func(c *Config) { c.Tenants.KeyTTL = 0 }, "tenants::key_ttl"},
+		{"a negative rate", func(c *Config) { c.Tenants.Limits.BytesPerSecond = -1 }, "tenants::limits::bytes_per_second"},
+		{"no burst", func(c *Config) { c.Tenants.Limits.BurstSeconds = 0 }, "tenants::limits::burst_seconds"},
+		{"no reload", func(c *Config) { c.Tenants.Limits.ReloadInterval = 0 }, "tenants::limits::reload_interval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 const (
 	metricRejected      = "otelcol_exporter_prime_records_rejected"
 	metricSkipped       = "otelcol_exporter_prime_records_skipped"
+	metricThrottled     = "otelcol_exporter_prime_records_throttled"
 	metricCoerced       = "otelcol_exporter_prime_records_coerced"
 	metricTraceBatches  = "otelcol_exporter_prime_trace_batches_uploaded"
 	metricTraceDocs     = "otelcol_exporter_prime_trace_documents_uploaded"
@@ -92,6 +93,14 @@ func (t *telemetry) Reject(signal string, reason reject.Reason, n int) {
 	}
 	t.b.ExporterPrimeRecordsRejected.Add(context.Background(), int64(n), metric.WithAttributes(
 		attribute.String("signal", signal), attribute.String("reason", string(reason)), attribute.String("tenant", t.tenant(n))))
+}
+
+// throttle counts records a multi-tenant gateway refused at the receiver
+// for being over their tenant's ingest limit, under the tenant's label
+// (tenants.Settings.Throttled).
+func (t *telemetry) throttle(signal, tenant string, n int) {
+	t.b.ExporterPrimeRecordsThrottled.Add(context.Background(), int64(n), metric.WithAttributes(
+		attribute.String("signal", signal), attribute.String("tenant", tenant)))
 }
 
 // Skip counts records left out on purpose, by reason.

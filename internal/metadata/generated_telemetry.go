@@ -32,6 +32,7 @@ type TelemetryBuilder struct {
 	ExporterPrimeRecordsCoerced         metric.Int64Counter
 	ExporterPrimeRecordsRejected        metric.Int64Counter
 	ExporterPrimeRecordsSkipped         metric.Int64Counter
+	ExporterPrimeRecordsThrottled       metric.Int64Counter
 	ExporterPrimeRunIdleSecondsMax      metric.Float64ObservableGauge
 	ExporterPrimeRuns                   metric.Int64Counter
 	ExporterPrimeRunsOpen               metric.Int64ObservableGauge
@@ -142,6 +143,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ExporterPrimeRecordsSkipped, err = builder.meter.Int64Counter(
 		"otelcol_exporter_prime_records_skipped",
 		metric.WithDescription("Records the prime exporter left out on purpose, by reason (ordinary log lines, eval work, off-cadence episodes, already-sent points). [Alpha]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterPrimeRecordsThrottled, err = builder.meter.Int64Counter(
+		"otelcol_exporter_prime_records_throttled",
+		metric.WithDescription("Data points and log records a multi-tenant gateway refused at the receiver for being over their tenant's ingest limit (tenants::limits), by tenant: their senders were told to retry later (OTLP/HTTP 429, gRPC RESOURCE_EXHAUSTED), so they are not lost, and a sender that retries counts again. [Alpha]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

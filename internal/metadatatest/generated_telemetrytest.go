@@ -85,6 +85,22 @@ func AssertEqualExporterPrimeRecordsSkipped(t *testing.T, tt *componenttest.Tele
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualExporterPrimeRecordsThrottled(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_exporter_prime_records_throttled",
+		Description: "Data points and log records a multi-tenant gateway refused at the receiver for being over their tenant's ingest limit (tenants::limits), by tenant: their senders were told to retry later (OTLP/HTTP 429, gRPC RESOURCE_EXHAUSTED), so they are not lost, and a sender that retries counts again. [Alpha]",
+		Unit:        "{record}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_exporter_prime_records_throttled")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualExporterPrimeRunIdleSecondsMax(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[float64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_prime_run_idle_seconds_max",

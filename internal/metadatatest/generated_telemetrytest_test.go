@@ -32,6 +32,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ExporterPrimeRecordsCoerced.Add(context.Background(), 1)
 	tb.ExporterPrimeRecordsRejected.Add(context.Background(), 1)
 	tb.ExporterPrimeRecordsSkipped.Add(context.Background(), 1)
+	tb.ExporterPrimeRecordsThrottled.Add(context.Background(), 1)
 	tb.ExporterPrimeRuns.Add(context.Background(), 1)
 	tb.ExporterPrimeSampleBytesUploaded.Add(context.Background(), 1)
 	tb.ExporterPrimeSampleObjectsUploaded.Add(context.Background(), 1)
@@ -48,6 +49,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterPrimeRecordsSkipped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterPrimeRecordsThrottled(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterPrimeRunIdleSecondsMax(t, testTel,

@@ -81,4 +81,8 @@
 //     <p>:delivered:<k> (a plain set), are still read until they expire.
 //   - <p>:ending, a set without expiry: runs whose close-out is not done,
 //     which a starting collector reloads; a close-out removes its run.
+//
+// The same Redis (NewRedisClient) holds a multi-tenant gateway's ingest
+// limits, which internal/tenants keeps: <p>:limit:<unit>:<digest of the
+// user id>, a hash, until the bucket would be full again.
 package runstore

@@ -154,24 +154,9 @@ return 0
 // NewRedisStore connects lazily: a Redis that is down at start delays the
 // pushes, not the collector.
 func NewRedisStore(opts RedisOptions) *RedisStore {
-	c := redis.NewClient(&redis.Options{
-		Addr:      opts.Endpoint,
-		Password:  opts.Password,
-		DB:        opts.DB,
-		TLSConfig: opts.TLS,
-		// A push waits on Redis; a short bound hands the data back to the
-		// collector's retry instead of holding a queue consumer.
-		DialTimeout:           2 * time.Second,
-		ReadTimeout:           2 * time.Second,
-		WriteTimeout:          2 * time.Second,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            1,
-		DialerRetries:         2,
-		DisableIdentity:       true,
-		// Maintenance push notifications are a managed-Redis feature; a
-		// plain server refuses them.
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
+	// A push waits on Redis; a short bound hands the data back to the
+	// collector's retry instead of holding a queue consumer.
+	c := NewRedisClient(opts, 2*time.Second)
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -181,6 +166,28 @@ func NewRedisStore(opts RedisOptions) *RedisStore {
 		save: redis.NewScript(saveScript), unlock: redis.NewScript(unlockScript), replace: redis.NewScript(replaceFieldScript),
 		markStep: redis.NewScript(markStepScript),
 	}
+}
+
+// NewRedisClient is a client of opts' Redis that connects lazily, each
+// command, dial, read and write bounded by timeout: the shared registry's,
+// and a multi-tenant gateway's shared ingest limits'.
+func NewRedisClient(opts RedisOptions, timeout time.Duration) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  opts.Endpoint,
+		Password:              opts.Password,
+		DB:                    opts.DB,
+		TLSConfig:             opts.TLS,
+		DialTimeout:           timeout,
+		ReadTimeout:           timeout,
+		WriteTimeout:          timeout,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            1,
+		DialerRetries:         2,
+		DisableIdentity:       true,
+		// Maintenance push notifications are a managed-Redis feature; a
+		// plain server refuses them.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
 }
 
 // key is one of the registry's keys: <prefix>:<kind>:<run key>, the run

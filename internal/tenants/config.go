@@ -3,6 +3,7 @@ package tenants
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -30,8 +31,50 @@ type Config struct {
 	KeyTTL time.Duration `mapstructure:"key_ttl"`
 	// NamedInMetrics is how many tenants the rejection counter names by
 	// user id at once (the ones that lost the most); the others are
-	// "other" (Labels).
+	// "other" (Labels). The throttle counter names as many (those
+	// throttled the most).
 	NamedInMetrics int `mapstructure:"named_in_metrics"`
+	// Limits bound each tenant's ingest rate (limits.go).
+	Limits LimitsConfig `mapstructure:"limits"`
+}
+
+// LimitsConfig is tenants::limits: every tenant's ingest rate limit, and
+// the file that overrides it for some.
+type LimitsConfig struct {
+	// Limit is every tenant's limit but those the overrides file names.
+	Limit `mapstructure:",squash"`
+	// OverridesFile maps user ids to limits of their own (overrides.go);
+	// "" for none.
+	OverridesFile string `mapstructure:"overrides_file"`
+	// ReloadInterval is how often the overrides file is read again.
+	ReloadInterval time.Duration `mapstructure:"reload_interval"`
+}
+
+// Limit is one tenant's ingest rate limit: a token bucket per unit, each
+// holding BurstSeconds of its rate. A rate of 0 is no limit in that unit.
+type Limit struct {
+	// BytesPerSecond counts a request's OTLP protobuf size.
+	BytesPerSecond float64 `mapstructure:"bytes_per_second"`
+	// RecordsPerSecond counts its log records or metric data points.
+	RecordsPerSecond float64 `mapstructure:"records_per_second"`
+	BurstSeconds     float64 `mapstructure:"burst_seconds"`
+}
+
+// problems names each rule l breaks under the keys' prefix.
+func (l Limit) problems(prefix string) []error {
+	var errs []error
+	for _, r := range []struct {
+		key string
+		v   float64
+	}{{"bytes_per_second", l.BytesPerSecond}, {"records_per_second", l.RecordsPerSecond}} {
+		if r.v < 0 || math.IsNaN(r.v) || math.IsInf(r.v, 0) {
+			errs = append(errs, fmt.Errorf("%s%s must be a number of at least 0 (0: no limit), got %v", prefix, r.key, r.v))
+		}
+	}
+	if !(l.BurstSeconds > 0) || math.IsInf(l.BurstSeconds, 0) {
+		errs = append(errs, fmt.Errorf("%sburst_seconds must be positive: a full bucket holds that many seconds of the rate, got %v", prefix, l.BurstSeconds))
+	}
+	return errs
 }
 
 // Rest is what of the rest of the exporter's config a gateway's rules
@@ -73,6 +116,10 @@ func (c *Config) Validate(rest Rest) error {
 	}
 	if c.KeyTTL <= 0 {
 		errs = append(errs, fmt.Errorf("tenants::key_ttl must be positive, got %s", c.KeyTTL))
+	}
+	errs = append(errs, c.Limits.problems("tenants::limits::")...)
+	if c.Limits.ReloadInterval <= 0 {
+		errs = append(errs, fmt.Errorf("tenants::limits::reload_interval must be positive, got %s", c.Limits.ReloadInterval))
 	}
 	return errors.Join(errs...)
 }

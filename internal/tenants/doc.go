@@ -19,6 +19,30 @@
 // the close-outs of every tenant's runs go on with that tenant's key
 // before it sends again.
 //
+// Each tenant's ingest rate is limited (tenants::limits, limits.go), in
+// bytes and records per second with a burst, each tenant's own or the
+// defaults. The decisions:
+//
+//   - The limit is asked at the receiver, before the sending queue
+//     (AdmitLogs, AdmitMetrics), so that what it refuses was never
+//     accepted and nothing accepted is dropped: the sender hears OTLP/HTTP
+//     429 with Retry-After or gRPC RESOURCE_EXHAUSTED with RetryInfo, and
+//     sends again then, as prime_otel and the OTel SDKs do.
+//   - A token bucket per tenant and unit that admits while it is not in
+//     debt and then takes the whole request (bucket.go): a request bigger
+//     than the burst still passes on a full bucket, and its debt holds the
+//     tenant back, so the retry delay is exact and no request is refused
+//     for ever.
+//   - Across gateways the limit is shared on the shared registry's Redis
+//     when there is one (bucket_redis.go), not split N ways as Mimir's
+//     distributors do: the agents route each run to one gateway, so under
+//     a split a tenant with one run would get 1/N of its limit. While
+//     Redis does not answer each gateway keeps the limit alone at the full
+//     rate: availability before precision.
+//   - Overrides by user id come from a file read again while the gateway
+//     runs, as Mimir's runtime overrides (overrides.go); a bad edit keeps
+//     the last good overrides.
+//
 // Two decisions of the package's shape:
 //
 //   - It sits beside internal/tenant rather than in it: tenant says who

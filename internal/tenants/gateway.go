@@ -58,6 +58,14 @@ type Settings[B any] struct {
 	// that authenticate senders (prime_auth's RevokeKey); nil when none
 	// can be told.
 	Revoke func(key string)
+	// Redis is the shared registry's Redis (shared_registry); nil for
+	// none. The gateways that share it share each tenant's ingest limit
+	// on it.
+	Redis *runstore.RedisOptions
+	// Throttled counts the records of a request refused for being over
+	// its tenant's ingest limit, under the tenant's label; nil counts
+	// nothing.
+	Throttled func(signal, tenant string, records int)
 }
 
 // Gateway holds the backend of each tenant served since the start.
@@ -68,6 +76,9 @@ type Gateway[B any] struct {
 	// index is the storage client of the tenant index; nil without
 	// storage.
 	index storage.Client
+
+	// limits are the tenants' ingest limits (limits.go).
+	limits *limits
 
 	mu     sync.Mutex
 	byUser map[string]*backend[B]
@@ -90,12 +101,17 @@ func Start[B any](ctx context.Context, set Settings[B]) (*Gateway[B], error) {
 		verifier: tenant.NewVerifier(tenant.Whoami(set.Base), tenant.Options{TTL: set.Config.KeyTTL}),
 	}
 	g.set.Runs.MaxOpenRuns = set.Config.MaxOpenRuns
+	var err error
+	if g.limits, err = startLimits(set.Config, set.Redis, set.Throttled, g.logger); err != nil {
+		return nil, err
+	}
 	if set.Storage != nil {
-		var err error
 		if g.index, err = set.Storage.GetClient(ctx, component.KindExporter, set.ID, indexKey); err != nil {
+			_ = g.limits.shutdown()
 			return nil, fmt.Errorf("storage: the tenant index: %w", err)
 		}
 		if err := g.restore(ctx); err != nil {
+			_ = g.limits.shutdown()
 			return nil, err
 		}
 	} else {
@@ -252,7 +268,7 @@ func (g *Gateway[B]) Shutdown(ctx context.Context) error {
 		all = append(all, tb)
 	}
 	g.mu.Unlock()
-	var errs []error
+	errs := []error{g.limits.shutdown()}
 	for _, tb := range all {
 		errs = append(errs, tb.reg.Shutdown(ctx))
 		tb.online.CloseIdleConnections()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/tenant"
 	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
 	"github.com/primeintellect/primeexporter/internal/testkit/memstorage"
@@ -33,7 +34,7 @@ const (
 	bobKey      = "sk-bob-SECRET-3"
 )
 
-func newPlatform(t *testing.T) *rfttest.Server {
+func newPlatform(t testing.TB) *rfttest.Server {
 	t.Helper()
 	srv := rfttest.NewServer(rfttest.Options{Users: []rfttest.User{{Key: aliceKey, ID: "alice"}, {Key: aliceNewKey, ID: "alice"}, {Key: bobKey, ID: "bob"}}})
 	t.Cleanup(srv.Close)
@@ -44,8 +45,9 @@ func newPlatform(t *testing.T) *rfttest.Server {
 // its rejections and logs observed.
 type gateway struct {
 	*Gateway[*runs.Registry]
-	tel  *fleettest.Tally
-	logs *observer.ObservedLogs
+	tel       *fleettest.Tally
+	throttled *throttleTally
+	logs      *observer.ObservedLogs
 	// shutdown shuts the gateway down, once: a restart's first life ends
 	// here, the others at the test's end.
 	shutdown func()
@@ -53,26 +55,39 @@ type gateway struct {
 
 // start starts a gateway in front of srv, its tenants kept in st (nil:
 // none); edit adjusts its config first. The test shuts it down.
-func start(t *testing.T, srv *rfttest.Server, st storage.Extension, edit func(*Config)) gateway {
+func start(t testing.TB, srv *rfttest.Server, st storage.Extension, edit func(*Config)) gateway {
 	return startRevoking(t, srv, st, edit, nil)
 }
 
 // startRevoking is start with the receivers' revocation (Settings.Revoke).
-func startRevoking(t *testing.T, srv *rfttest.Server, st storage.Extension, edit func(*Config), revoke func(string)) gateway {
+func startRevoking(t testing.TB, srv *rfttest.Server, st storage.Extension, edit func(*Config), revoke func(string)) gateway {
+	t.Helper()
+	return startGateway(t, srv, st, edit, func(s *Settings[*runs.Registry]) { s.Revoke = revoke })
+}
+
+// startOn is start with the tenants' limits shared on a Redis.
+func startOn(t testing.TB, srv *rfttest.Server, shared *runstore.RedisOptions, edit func(*Config)) gateway {
+	t.Helper()
+	return startGateway(t, srv, nil, edit, func(s *Settings[*runs.Registry]) { s.Redis = shared })
+}
+
+// startGateway is start with settings adjusted by more.
+func startGateway(t testing.TB, srv *rfttest.Server, st storage.Extension, edit func(*Config), more func(*Settings[*runs.Registry])) gateway {
 	t.Helper()
 	base, err := rft.New(rft.Options{BaseURL: srv.BaseURL(), APIKey: PlaceholderKey, MaxAttempts: 1})
 	require.NoError(t, err)
 	core, logs := observer.New(zapcore.InfoLevel)
-	cfg := Config{Enabled: true, MaxOpenRuns: 4, MaxTenants: 10, KeyTTL: time.Minute}
+	cfg := Config{Enabled: true, MaxOpenRuns: 4, MaxTenants: 10, KeyTTL: time.Minute, NamedInMetrics: 2, Limits: unlimited}
 	if edit != nil {
 		edit(&cfg)
 	}
 	tel := &fleettest.Tally{}
-	g, err := Start(context.Background(), Settings[*runs.Registry]{
+	throttled := &throttleTally{}
+	set := Settings[*runs.Registry]{
 		Config: cfg, Base: base, Storage: st, StorageName: "file_storage", ID: component.MustNewID("prime"),
-		Runs:   fleettest.Config(func(c *runs.Config) { c.FinalizeTimeout = time.Second }),
-		Deps:   runs.Deps{Logger: zap.New(core), Tel: tel, Stopping: make(chan struct{})},
-		Revoke: revoke,
+		Runs:      fleettest.Config(func(c *runs.Config) { c.FinalizeTimeout = time.Second }),
+		Deps:      runs.Deps{Logger: zap.New(core), Tel: tel, Stopping: make(chan struct{})},
+		Throttled: throttled.add,
 		Build: func(ctx context.Context, rc runs.Config, deps runs.Deps, t Tenant) (*runs.Registry, *runs.Registry) {
 			deps.Store = t.Store
 			reg := runs.New(rc, deps)
@@ -80,11 +95,13 @@ func startRevoking(t *testing.T, srv *rfttest.Server, st storage.Extension, edit
 			reg.Start()
 			return reg, reg
 		},
-	})
+	}
+	more(&set)
+	g, err := Start(context.Background(), set)
 	require.NoError(t, err)
 	shutdown := sync.OnceFunc(func() { require.NoError(t, g.Shutdown(context.Background())) })
 	t.Cleanup(shutdown)
-	return gateway{Gateway: g, tel: tel, logs: logs, shutdown: shutdown}
+	return gateway{Gateway: g, tel: tel, throttled: throttled, logs: logs, shutdown: shutdown}
 }
 
 // sentWith is a push's context for a sender presenting key.
@@ -167,4 +184,25 @@ func TestAKeyThePlatformRefusesMidRunIsRevokedAtTheReceiversAtOnceAndRefusedFrom
 	assert.ErrorIs(t, err, tenant.ErrRefused)
 	assert.Equal(t, 3, g.tel.RejectedOf("metrics", reject.KeyRefused), "refused from the next push on, and counted")
 	assert.Same(t, g.backendOf(t, aliceKey), g.backendOf(t, aliceNewKey), "another tenant goes on")
+}
+
+// throttleTally counts Settings.Throttled's records by signal and label.
+type throttleTally struct {
+	mu sync.Mutex
+	n  map[[2]string]int
+}
+
+func (tt *throttleTally) add(signal, tenant string, records int) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if tt.n == nil {
+		tt.n = map[[2]string]int{}
+	}
+	tt.n[[2]string{signal, tenant}] += records
+}
+
+func (tt *throttleTally) of(signal, tenant string) int {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	return tt.n[[2]string{signal, tenant}]
 }

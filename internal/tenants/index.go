@@ -64,11 +64,16 @@ func (g *Gateway[B]) store(ctx context.Context, user string) (runstore.Store, er
 	if g.set.Storage == nil {
 		return runstore.NewMemStore(), nil
 	}
-	sum := sha256.Sum256([]byte(user))
-	name := "runs-" + hex.EncodeToString(sum[:8])
-	c, err := g.set.Storage.GetClient(ctx, component.KindExporter, g.set.ID, name)
+	c, err := g.set.Storage.GetClient(ctx, component.KindExporter, g.set.ID, "runs-"+digest(user))
 	if err != nil {
 		return nil, fmt.Errorf("storage: tenant %s's run registry: %w", user, err)
 	}
 	return runstore.NewExtensionStore(c, runstore.ExtensionOptions{Logger: g.logger, Name: g.set.StorageName, Health: g.set.Health}), nil
+}
+
+// digest names a user id where any character may not go (a storage
+// client's name, a Redis key), and where it would say more than needed.
+func digest(user string) string {
+	sum := sha256.Sum256([]byte(user))
+	return hex.EncodeToString(sum[:8])
 }
