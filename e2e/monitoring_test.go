@@ -235,21 +235,28 @@ func exportedNames(t *testing.T, otelcol, trainer, level string) map[string][]st
 }
 
 // multitenantExportedNames runs deploy/multitenant/gateway.yaml as shipped
-// and has a tenant's run refused (a team the platform does not give her),
-// so that a rejection carries its tenant label; it returns every metric
-// name of the gateway's /metrics with the label names its series carry.
+// (with an overrides file) and has a tenant's run refused (a team the
+// platform does not give her), so that a rejection carries its tenant
+// label, and a request of hers throttled; it returns every metric name of
+// the gateway's /metrics with the label names its series carry.
 func multitenantExportedNames(t *testing.T, otelcol string) map[string][]string {
 	t.Helper()
 	platform := rfttest.NewServer(rfttest.Options{Users: []rfttest.User{{Key: mtAliceKey, ID: "alice", Teams: []string{"team-alice"}}}})
 	defer platform.Close()
-	g := startMultitenantGateway(t, otelcol, platform)
+	// Alice's limit is a record a second: her first request (two
+	// records) is taken, her second is over it (throttled).
+	g, _ := startLimitedGateway(t, otelcol, platform, "alice:\n  records_per_second: 1\n  burst_seconds: 1\n")
 	if code, body := g.postLogs(t, mtAliceKey, intruderLogs("monitoring", "team-not-hers")); code != http.StatusOK {
 		fatalf(t, g.c, "alice's request: %d %s", code, body)
 	}
+	if code, body := g.postLogs(t, mtAliceKey, intruderLogs("monitoring", "team-not-hers")); code != http.StatusTooManyRequests {
+		fatalf(t, g.c, "alice's request over her limit: %d %s, want 429", code, body)
+	}
 	var scrape counters
-	eventually(t, "alice's refused run counted under her name", func() bool {
+	eventually(t, "alice's refused run and her throttled request counted under her name", func() bool {
 		scrape = scrapeCounters(t, g.c, g.metricsPort)
-		return scrape.sum("otelcol_exporter_prime_records_rejected", "reason", "run_refused", "tenant", "alice") > 0
+		return scrape.sum("otelcol_exporter_prime_records_rejected", "reason", "run_refused", "tenant", "alice") > 0 &&
+			scrape.sum("otelcol_exporter_prime_records_throttled", "tenant", "alice") > 0
 	}, func() string { return g.c.out.String() + "\nscrape:\n" + strings.Join(scrape.lines(), "\n") })
 	g.c.stop()
 	return namesOf(scrape)
