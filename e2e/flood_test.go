@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,19 +62,6 @@ const (
 	sdkFlood
 )
 
-func floodSetting(t *testing.T, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		t.Fatalf("%s=%q: want a whole number", name, s)
-	}
-	return n
-}
-
 // floodPhase is one phase: how the flooder sends, and what it measured
 // over every repetition.
 type floodPhase struct {
@@ -109,13 +95,13 @@ func percentile(ds []time.Duration, q float64) time.Duration {
 
 func TestFloodOfOneTenantAgainstTheOthersThroughputAndLatency(t *testing.T) {
 	otelcol, _ := binaries(t)
-	tenants := floodSetting(t, "PRIME_FLOOD_TENANTS", 3)
-	rate := floodSetting(t, "PRIME_FLOOD_RATE", 5)
-	episodes := floodSetting(t, "PRIME_FLOOD_EPISODES", 20)
-	span := time.Duration(floodSetting(t, "PRIME_FLOOD_SECONDS", 30)) * time.Second
-	reps := floodSetting(t, "PRIME_FLOOD_REPS", 3)
-	load := floodLoad{rate, episodes, floodSetting(t, "PRIME_FLOOD_LIMIT", 100), floodSetting(t, "PRIME_FLOOD_SDKS", 8)}
-	filler := strings.Repeat("x", floodSetting(t, "PRIME_FLOOD_TEXT_BYTES", 2000))
+	tenants := envInt(t, "PRIME_FLOOD_TENANTS", 3)
+	rate := envInt(t, "PRIME_FLOOD_RATE", 5)
+	episodes := envInt(t, "PRIME_FLOOD_EPISODES", 20)
+	span := time.Duration(envInt(t, "PRIME_FLOOD_SECONDS", 30)) * time.Second
+	reps := envInt(t, "PRIME_FLOOD_REPS", 3)
+	load := floodLoad{rate, episodes, envInt(t, "PRIME_FLOOD_LIMIT", 100), envInt(t, "PRIME_FLOOD_SDKS", 8)}
+	filler := strings.Repeat("x", envInt(t, "PRIME_FLOOD_TEXT_BYTES", 2000))
 
 	users := []rfttest.User{{Key: "sk-flooder-SECRET-0", ID: "flooder", Teams: []string{"team-flooder"}}}
 	for i := range tenants {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -194,4 +195,20 @@ func eventually(t *testing.T, what string, cond func() bool, dump func() string)
 func fatalf(t *testing.T, c *collector, format string, args ...any) {
 	t.Helper()
 	t.Fatalf("%s\ncollector output:\n%s", fmt.Sprintf(format, args...), c.out.String())
+}
+
+// envInt is the whole number in the environment variable name, or def
+// when it is unset: the sizes of the tests run by hand (soak, scale,
+// flood).
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return n
 }

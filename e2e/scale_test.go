@@ -1,7 +1,7 @@
 //go:build scale
 
 // The scale measurement (not part of CI): it calls the soak's probe
-// helpers (readMemory, readCPU, envInt, envDuration: build tag soak), so it
+// helpers (readMemory, readCPU, envDuration: build tag soak), so it
 // runs with -tags scale,soak, as scripts/scale.sh does.
 
 package e2e

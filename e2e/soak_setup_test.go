@@ -105,19 +105,6 @@ func readSoakKnobs(t *testing.T) soakKnobs {
 	return k
 }
 
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		t.Fatalf("%s=%q: %v", name, v, err)
-	}
-	return n
-}
-
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	t.Helper()
 	v := os.Getenv(name)
