@@ -1,6 +1,7 @@
 package primeexporter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/ambient"
 	"github.com/primeintellect/primeexporter/internal/runs"
+	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/tenants"
 	"github.com/primeintellect/primeexporter/rft"
 )
@@ -134,6 +136,24 @@ type RedisConfig struct {
 }
 
 // validate is called by Config.Validate, which names the block.
+// redisOptions are the shared registry's store options; nil without one.
+func (cfg *Config) redisOptions(ctx context.Context) (*runstore.RedisOptions, error) {
+	sr := cfg.SharedRegistry.Get()
+	if sr == nil {
+		return nil, nil
+	}
+	rc := sr.Redis
+	o := &runstore.RedisOptions{Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix}
+	if t := rc.TLS.Get(); t != nil {
+		var err error
+		// nil when insecure: true asks for no TLS at all.
+		if o.TLS, err = t.LoadTLSConfig(ctx); err != nil {
+			return nil, fmt.Errorf("shared_registry::redis::tls: %w", err)
+		}
+	}
+	return o, nil
+}
+
 func (sc *SharedRegistryConfig) validate() error {
 	var errs []error
 	if strings.TrimSpace(sc.Redis.Endpoint) == "" {
@@ -257,7 +277,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := cfg.Tenants.Validate(tenants.Rest{
-		Mode: string(cfg.Mode), APIKey: cfg.APIKey != "", SharedRegistry: cfg.SharedRegistry.HasValue(),
+		Mode: string(cfg.Mode), APIKey: cfg.APIKey != "",
 	}); err != nil {
 		errs = append(errs, err)
 	}

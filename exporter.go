@@ -244,7 +244,10 @@ func (e *primeExporter) startTenants(ctx context.Context, host component.Host, r
 		},
 	}
 	set.Revoke = tenants.KeyRevokers(host)
-	if e.cfg.Storage != nil {
+	if set.Redis, err = e.cfg.redisOptions(ctx); err != nil {
+		return nil, err
+	}
+	if set.Redis == nil && e.cfg.Storage != nil {
 		if set.Storage, err = runstore.StorageExtension(host, *e.cfg.Storage); err != nil {
 			return nil, err
 		}
@@ -350,19 +353,13 @@ const statusRunRegistry = "run registry"
 // (runstore.Open); a shared registry's TLS is loaded here.
 func (e *primeExporter) openStore(ctx context.Context, host component.Host) (runstore.Store, error) {
 	o := runstore.OpenOptions{Storage: e.cfg.Storage, Host: host, ID: e.settings.ID, Logger: e.logger, Health: e.status.Health(statusRunRegistry)}
-	if sr := e.cfg.SharedRegistry.Get(); sr != nil {
-		rc := sr.Redis
-		o.Redis = &runstore.RedisOptions{Endpoint: rc.Endpoint, Password: string(rc.Password), DB: rc.DB, Prefix: rc.Prefix}
-		if t := rc.TLS.Get(); t != nil {
-			var err error
-			// nil when insecure: true asks for no TLS at all.
-			if o.Redis.TLS, err = t.LoadTLSConfig(ctx); err != nil {
-				return nil, fmt.Errorf("shared_registry::redis::tls: %w", err)
-			}
-		}
+	var err error
+	if o.Redis, err = e.cfg.redisOptions(ctx); err != nil {
+		return nil, err
 	}
 	return runstore.Open(ctx, o)
 }
+
 
 // Shutdown, after the last pipeline's, finishes the pending close-outs;
 // runs that did not end stay open on the platform.

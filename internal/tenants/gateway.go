@@ -35,9 +35,13 @@ type Settings[B any] struct {
 	// its own: its client, store, logger, warnings and run limit.
 	Runs runs.Config
 	Deps runs.Deps
+	// Redis is the shared registry (shared_registry) that a fleet of
+	// gateways keeps each tenant's registry and the tenant index in; nil
+	// for none. Its Logger and Health are the gateway's.
+	Redis *runstore.RedisOptions
 	// Storage keeps each tenant's registry and the tenant index, as the
-	// exporter ID's clients; nil without storage. StorageName names it in
-	// log lines.
+	// exporter ID's clients, when Redis does not; nil without storage.
+	// StorageName names it in log lines.
 	Storage     storage.Extension
 	StorageName string
 	ID          component.ID
@@ -65,9 +69,12 @@ type Gateway[B any] struct {
 	set      Settings[B]
 	logger   *zap.Logger
 	verifier *tenant.Verifier
-	// index is the storage client of the tenant index; nil without
-	// storage.
-	index storage.Client
+	// index is where the tenant index is kept; nil without storage or
+	// Redis.
+	index index
+	// redis is the shared registry's connection, which every tenant's
+	// store shares; nil without one.
+	redis *runstore.RedisStore
 
 	mu     sync.Mutex
 	byUser map[string]*backend[B]
@@ -76,6 +83,7 @@ type Gateway[B any] struct {
 // backend is one tenant's backend, its registry, and the client and key
 // it speaks with.
 type backend[B any] struct {
+	user   string
 	b      B
 	reg    *runs.Registry
 	online *platform.Online
@@ -90,16 +98,14 @@ func Start[B any](ctx context.Context, set Settings[B]) (*Gateway[B], error) {
 		verifier: tenant.NewVerifier(tenant.Whoami(set.Base), tenant.Options{TTL: set.Config.KeyTTL}),
 	}
 	g.set.Runs.MaxOpenRuns = set.Config.MaxOpenRuns
-	if set.Storage != nil {
-		var err error
-		if g.index, err = set.Storage.GetClient(ctx, component.KindExporter, set.ID, indexKey); err != nil {
-			return nil, fmt.Errorf("storage: the tenant index: %w", err)
-		}
-		if err := g.restore(ctx); err != nil {
-			return nil, err
-		}
-	} else {
+	var err error
+	if g.index, err = g.openIndex(ctx); err != nil {
+		return nil, err
+	}
+	if g.index == nil {
 		g.logger.Info("No storage configured: a restart forgets the tenants' runs")
+	} else if err := g.restore(ctx); err != nil {
+		return nil, err
 	}
 	g.logger.Info("Prime exporter is a multi-tenant gateway: each run goes to the platform with its sender's key",
 		zap.String("api", set.Base.APIPrefix()), zap.Int("max_open_runs", set.Config.MaxOpenRuns))
@@ -144,7 +150,7 @@ func (g *Gateway[B]) For(ctx context.Context, signal string, records int) (B, er
 	if err != nil {
 		return none, err
 	}
-	g.saveLocked(ctx)
+	g.saveLocked(ctx, user, key)
 	return tb.b, nil
 }
 
@@ -167,7 +173,7 @@ func (g *Gateway[B]) openLocked(ctx context.Context, user, key string) (*backend
 		return nil, err
 	}
 	logger := g.logger.With(zap.String("tenant", user))
-	tb := &backend[B]{key: key}
+	tb := &backend[B]{user: user, key: key}
 	online := platform.NewOnline(c, quietHost{}, logger, g.set.Outage...).ForTenant(func() { g.revokeTenant(tb, logger) })
 	tb.online = online
 	deps := g.set.Deps
@@ -219,7 +225,7 @@ func (g *Gateway[B]) rekeyLocked(ctx context.Context, tb *backend[B], key string
 	if g.set.Rekeyed != nil {
 		g.set.Rekeyed(tb.b, key)
 	}
-	g.saveLocked(ctx)
+	g.saveLocked(ctx, tb.user, key)
 }
 
 // Registry is the run registry of the tenant user; nil when user has
@@ -258,7 +264,7 @@ func (g *Gateway[B]) Shutdown(ctx context.Context) error {
 		tb.online.CloseIdleConnections()
 	}
 	if g.index != nil {
-		errs = append(errs, g.index.Close(ctx))
+		errs = append(errs, g.index.close(ctx))
 	}
 	return errors.Join(errs...)
 }

@@ -60,19 +60,27 @@ func start(t *testing.T, srv *rfttest.Server, st storage.Extension, edit func(*C
 // startRevoking is start with the receivers' revocation (Settings.Revoke).
 func startRevoking(t *testing.T, srv *rfttest.Server, st storage.Extension, edit func(*Config), revoke func(string)) gateway {
 	t.Helper()
+	return startWith(t, srv, func(s *Settings[*runs.Registry]) {
+		s.Storage, s.Revoke = st, revoke
+		if edit != nil {
+			edit(&s.Config)
+		}
+	})
+}
+
+// startWith starts a gateway in front of srv whose settings edit
+// adjusts. The test shuts it down.
+func startWith(t *testing.T, srv *rfttest.Server, edit func(*Settings[*runs.Registry])) gateway {
+	t.Helper()
 	base, err := rft.New(rft.Options{BaseURL: srv.BaseURL(), APIKey: PlaceholderKey, MaxAttempts: 1})
 	require.NoError(t, err)
 	core, logs := observer.New(zapcore.InfoLevel)
-	cfg := Config{Enabled: true, MaxOpenRuns: 4, MaxTenants: 10, KeyTTL: time.Minute}
-	if edit != nil {
-		edit(&cfg)
-	}
 	tel := &fleettest.Tally{}
-	g, err := Start(context.Background(), Settings[*runs.Registry]{
-		Config: cfg, Base: base, Storage: st, StorageName: "file_storage", ID: component.MustNewID("prime"),
-		Runs:   fleettest.Config(func(c *runs.Config) { c.FinalizeTimeout = time.Second }),
-		Deps:   runs.Deps{Logger: zap.New(core), Tel: tel, Stopping: make(chan struct{})},
-		Revoke: revoke,
+	set := Settings[*runs.Registry]{
+		Config: Config{Enabled: true, MaxOpenRuns: 4, MaxTenants: 10, KeyTTL: time.Minute},
+		Base:   base, StorageName: "file_storage", ID: component.MustNewID("prime"),
+		Runs: fleettest.Config(func(c *runs.Config) { c.FinalizeTimeout = time.Second }),
+		Deps: runs.Deps{Logger: zap.New(core), Tel: tel, Stopping: make(chan struct{})},
 		Build: func(ctx context.Context, rc runs.Config, deps runs.Deps, t Tenant) (*runs.Registry, *runs.Registry) {
 			deps.Store = t.Store
 			reg := runs.New(rc, deps)
@@ -80,7 +88,9 @@ func startRevoking(t *testing.T, srv *rfttest.Server, st storage.Extension, edit
 			reg.Start()
 			return reg, reg
 		},
-	})
+	}
+	edit(&set)
+	g, err := Start(context.Background(), set)
 	require.NoError(t, err)
 	shutdown := sync.OnceFunc(func() { require.NoError(t, g.Shutdown(context.Background())) })
 	t.Cleanup(shutdown)
@@ -142,7 +152,7 @@ func TestADamagedTenantIndexBringsNoTenantBackAndTheGatewayStillStarts(t *testin
 	require.NoError(t, st.Client(indexKey).Set(context.Background(), indexKey, []byte("{not json")))
 	g := start(t, newPlatform(t), st, nil)
 	assert.Empty(t, g.Registries())
-	assert.Equal(t, 1, g.logs.FilterMessageSnippet("The tenant index in storage is damaged").Len())
+	assert.Equal(t, 1, g.logs.FilterMessageSnippet("Cannot read the tenant index").Len())
 	g.backendOf(t, aliceKey)
 	assert.Len(t, g.Registries(), 1, "a tenant comes back as it sends again")
 }
