@@ -360,7 +360,6 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 	return runstore.Open(ctx, o)
 }
 
-
 // Shutdown, after the last pipeline's, finishes the pending close-outs;
 // runs that did not end stay open on the platform.
 func (e *primeExporter) Shutdown(ctx context.Context) error {
