@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/sampletable"
 )
 
 // readEvalSamples reads an offline evaluation's samples.jsonl, one v0
@@ -50,7 +50,7 @@ func readEvalSamples(dir string) (rows []Sample, bad int, err error) {
 func evalSample(line []byte) (Sample, bool) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(line, &m); err != nil {
-		fixed, changed := jsonscan.Rewrite(string(line), false, true)
+		fixed, changed := sampletable.RewriteJSON(string(line), false, true)
 		if !changed || json.Unmarshal([]byte(fixed), &m) != nil {
 			return Sample{}, false
 		}

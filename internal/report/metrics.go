@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
+	"github.com/primeintellect/primeexporter/internal/sampletable"
 )
 
 // Axes of a chart: a step's rows are over steps, time-keyed rows over
@@ -116,7 +116,7 @@ type post struct {
 func addPost(builders map[string]*seriesBuilder, line []byte, start *float64) bool {
 	var p post
 	if err := json.Unmarshal(line, &p); err != nil {
-		fixed, changed := jsonscan.Rewrite(string(line), false, true)
+		fixed, changed := sampletable.RewriteJSON(string(line), false, true)
 		if !changed || json.Unmarshal([]byte(fixed), &p) != nil {
 			return false
 		}

@@ -1,4 +1,4 @@
-package jsonscan
+package sampletable
 
 import (
 	"encoding/binary"
@@ -14,10 +14,10 @@ import (
 // exhaust the stack.
 const maxDepth = 10000
 
-// SyntaxError says where text stops being JSON.
-type SyntaxError struct{ Offset int }
+// syntaxError says where text stops being JSON.
+type syntaxError struct{ Offset int }
 
-func (e *SyntaxError) Error() string { return fmt.Sprintf("invalid JSON at offset %d", e.Offset) }
+func (e *syntaxError) Error() string { return fmt.Sprintf("invalid JSON at offset %d", e.Offset) }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -28,33 +28,33 @@ func skipSpace(s string, i int) int {
 	return i
 }
 
-// FirstNonSpace is the first character of s that is not JSON whitespace,
+// firstNonSpace is the first character of s that is not JSON whitespace,
 // or 0.
-func FirstNonSpace(s string) byte {
+func firstNonSpace(s string) byte {
 	if i := skipSpace(s, 0); i < len(s) {
 		return s[i]
 	}
 	return 0
 }
 
-// Valid tells whether s is exactly one JSON value (surrounding whitespace
+// validJSON tells whether s is exactly one JSON value (surrounding whitespace
 // allowed), like json.Valid.
-func Valid(s string) bool {
-	end, ok := Value(s, skipSpace(s, 0), 0)
+func validJSON(s string) bool {
+	end, ok := scanValue(s, skipSpace(s, 0), 0)
 	return ok && skipSpace(s, end) == len(s)
 }
 
-// HoldsContainer tells whether s holds exactly one JSON object or array.
-func HoldsContainer(s string) bool {
-	c := FirstNonSpace(s)
-	return (c == '{' || c == '[') && Valid(s)
+// holdsContainer tells whether s holds exactly one JSON object or array.
+func holdsContainer(s string) bool {
+	c := firstNonSpace(s)
+	return (c == '{' || c == '[') && validJSON(s)
 }
 
-// Value scans the JSON value starting at s[i] and returns the index just
+// scanValue scans the JSON value starting at s[i] and returns the index just
 // after it, false if no valid value starts there. depth is the value's
 // nesting (0 at the top); values nested deeper than encoding/json takes
 // are refused.
-func Value(s string, i, depth int) (int, bool) {
+func scanValue(s string, i, depth int) (int, bool) {
 	var sc scanner
 	return sc.value(s, i, depth)
 }
@@ -76,7 +76,7 @@ func skip(s string, i int) (int, uint8) {
 }
 
 // skipNoted is skip noting whitespace in sc at once: for the top-level
-// object whose members fn gets (EachMember, Object), few beside the
+// object whose members fn gets (scanMembers, scanObject), few beside the
 // elements a container's loop passes.
 func (sc *scanner) skipNoted(s string, i int) int {
 	i, w := skip(s, i)
@@ -293,16 +293,16 @@ func scanDigits(s string, i int) int {
 	return i
 }
 
-// EachMember calls fn with the raw key (quotes included) and the value
+// scanMembers calls fn with the raw key (quotes included) and the value
 // text of every member of the JSON object s, in document order. s is one
 // object, surrounding whitespace allowed; anything else is an error.
 // compact tells whether the text has no whitespace outside its strings,
-// so that compacting it (Rewrite) would leave it as it is.
-func EachMember(s string, fn func(key, value string) error) (compact bool, err error) {
+// so that compacting it (RewriteJSON) would leave it as it is.
+func scanMembers(s string, fn func(key, value string) error) (compact bool, err error) {
 	var sc scanner
 	i := sc.skipNoted(s, 0)
 	if i >= len(s) || s[i] != '{' {
-		return false, &SyntaxError{Offset: i}
+		return false, &syntaxError{Offset: i}
 	}
 	end, err := sc.object(s, i, 0, fn)
 	if err != nil {
@@ -314,17 +314,17 @@ func EachMember(s string, fn func(key, value string) error) (compact bool, err e
 	return sc.spaced == 0 && end == len(s), nil
 }
 
-// Object walks the object that starts at s[i] ('{') at nesting depth,
+// scanObject walks the object that starts at s[i] ('{') at nesting depth,
 // calling fn with each member's raw key and value text, and returns the
 // index just after it.
-func Object(s string, i, depth int, fn func(key, value string) error) (int, error) {
+func scanObject(s string, i, depth int, fn func(key, value string) error) (int, error) {
 	var sc scanner
 	return sc.object(s, i, depth, fn)
 }
 
 func (sc *scanner) object(s string, i, depth int, fn func(key, value string) error) (int, error) {
 	if depth >= maxDepth {
-		return i, &SyntaxError{Offset: i}
+		return i, &syntaxError{Offset: i}
 	}
 	i = sc.skipNoted(s, i+1)
 	if i < len(s) && s[i] == '}' {
@@ -332,28 +332,28 @@ func (sc *scanner) object(s string, i, depth int, fn func(key, value string) err
 	}
 	for {
 		if i >= len(s) || s[i] != '"' {
-			return i, &SyntaxError{Offset: i}
+			return i, &syntaxError{Offset: i}
 		}
 		k0 := i
 		k1, ok := scanString(s, i)
 		if !ok {
-			return k1, &SyntaxError{Offset: k1}
+			return k1, &syntaxError{Offset: k1}
 		}
 		i = sc.skipNoted(s, k1)
 		if i >= len(s) || s[i] != ':' {
-			return i, &SyntaxError{Offset: i}
+			return i, &syntaxError{Offset: i}
 		}
 		v0 := sc.skipNoted(s, i+1)
 		v1, ok := sc.value(s, v0, depth+1)
 		if !ok {
-			return v1, &SyntaxError{Offset: v1}
+			return v1, &syntaxError{Offset: v1}
 		}
 		if err := fn(s[k0:k1], s[v0:v1]); err != nil {
 			return v1, err
 		}
 		i = sc.skipNoted(s, v1)
 		if i >= len(s) {
-			return i, &SyntaxError{Offset: i}
+			return i, &syntaxError{Offset: i}
 		}
 		switch s[i] {
 		case ',':
@@ -361,19 +361,19 @@ func (sc *scanner) object(s string, i, depth int, fn func(key, value string) err
 		case '}':
 			return i + 1, nil
 		default:
-			return i, &SyntaxError{Offset: i}
+			return i, &syntaxError{Offset: i}
 		}
 	}
 }
 
-// EachElement walks the JSON array s (one array, surrounding whitespace
+// eachElement walks the JSON array s (one array, surrounding whitespace
 // allowed). For each element it calls fn with the element's index n and its
 // start in s; fn scans the element itself (so a caller that walks elements
 // further reads them once) and returns the index just after it.
-func EachElement(s string, fn func(n, start int) (end int, err error)) error {
+func eachElement(s string, fn func(n, start int) (end int, err error)) error {
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '[' {
-		return &SyntaxError{Offset: i}
+		return &syntaxError{Offset: i}
 	}
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == ']' {
@@ -381,7 +381,7 @@ func EachElement(s string, fn func(n, start int) (end int, err error)) error {
 	}
 	for n := 0; ; n++ {
 		if i >= len(s) {
-			return &SyntaxError{Offset: i}
+			return &syntaxError{Offset: i}
 		}
 		end, err := fn(n, i)
 		if err != nil {
@@ -389,7 +389,7 @@ func EachElement(s string, fn func(n, start int) (end int, err error)) error {
 		}
 		i = skipSpace(s, end)
 		if i >= len(s) {
-			return &SyntaxError{Offset: i}
+			return &syntaxError{Offset: i}
 		}
 		switch s[i] {
 		case ',':
@@ -397,21 +397,21 @@ func EachElement(s string, fn func(n, start int) (end int, err error)) error {
 		case ']':
 			return trailing(s, i+1)
 		default:
-			return &SyntaxError{Offset: i}
+			return &syntaxError{Offset: i}
 		}
 	}
 }
 
 func trailing(s string, i int) error {
 	if i = skipSpace(s, i); i != len(s) {
-		return &SyntaxError{Offset: i}
+		return &syntaxError{Offset: i}
 	}
 	return nil
 }
 
-// Unquote decodes a JSON string literal (quotes included) that the scanner
+// unquote decodes a JSON string literal (quotes included) that the scanner
 // accepted. Most keys and values have no escapes and are sliced, not copied.
-func Unquote(lit string) string {
+func unquote(lit string) string {
 	inner := lit[1 : len(lit)-1]
 	if strings.IndexByte(inner, '\\') < 0 {
 		return inner
@@ -423,11 +423,11 @@ func Unquote(lit string) string {
 	return out
 }
 
-// Kind names the type of a JSON value's text the way pvalue.TypeName names
-// pdata types (map, list, string, bool, null, double, int), for error
-// messages.
-func Kind(v string) string {
-	switch c := FirstNonSpace(v); {
+// jsonKind names the type of a JSON value's text the way pvalue.TypeName
+// names pdata types (map, list, string, bool, null, double, int), for
+// error messages.
+func jsonKind(v string) string {
+	switch c := firstNonSpace(v); {
 	case c == '{':
 		return "map"
 	case c == '[':

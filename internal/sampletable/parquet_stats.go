@@ -1,4 +1,4 @@
-package flatparquet
+package sampletable
 
 import (
 	"encoding/binary"
@@ -12,7 +12,7 @@ type colStats struct {
 	minI, maxI int64
 	minF, maxF float64
 	minS, maxS string
-	long       bool // a string longer than MaxStatBytes was seen
+	long       bool // a string longer than maxStatBytes was seen
 }
 
 func (s *colStats) seeInt(v int64) {
@@ -35,7 +35,7 @@ func (s *colStats) seeFloat(v float64) {
 }
 
 func (s *colStats) seeString(v string) {
-	if len(v) > MaxStatBytes {
+	if len(v) > maxStatBytes {
 		s.long = true
 		return
 	}

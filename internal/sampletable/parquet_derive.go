@@ -1,4 +1,4 @@
-package flatparquet
+package sampletable
 
 import (
 	"encoding/binary"
@@ -18,9 +18,9 @@ import (
 // copied region, and a later copy of those bytes copies them where the
 // stretch repeats them. Only what is left, copies reaching back before
 // both, becomes literal bytes. The result decodes to exactly the cell's
-// bytes, about as small as compressing them afresh (derive_test.go), for
-// a walk over the big cell's elements instead of Snappy's search over the
-// cell's bytes.
+// bytes, about as small as compressing them afresh
+// (parquet_derive_test.go), for a walk over the big cell's elements
+// instead of Snappy's search over the cell's bytes.
 
 // checkpoint is where a block of checkpointEvery elements starts: its
 // index in the elements and its position in the source, and the lowest

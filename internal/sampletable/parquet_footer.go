@@ -1,4 +1,4 @@
-package flatparquet
+package sampletable
 
 // Parquet enums (parquet.thrift).
 const (
@@ -32,7 +32,7 @@ type chunkMeta struct {
 
 // pageHeader is the PageHeader of a v1 data page of rows values, PLAIN
 // values and RLE levels. It is valid until the next header or footer.
-func (fw *Writer) pageHeader(size, compressed, rows int) []byte {
+func (fw *parquetWriter) pageHeader(size, compressed, rows int) []byte {
 	tw := &fw.tw
 	tw.reset()
 	tw.beginStruct(0) // PageHeader
@@ -50,7 +50,7 @@ func (fw *Writer) pageHeader(size, compressed, rows int) []byte {
 }
 
 // footer is the file's FileMetaData.
-func (fw *Writer) footer(rows int64) []byte {
+func (fw *parquetWriter) footer(rows int64) []byte {
 	tw := &fw.tw
 	tw.reset()
 	tw.beginStruct(0)
@@ -112,7 +112,7 @@ func physicalType(kind colKind) int32 {
 	}
 }
 
-func (fw *Writer) schemaElement(spec colSpec) {
+func (fw *parquetWriter) schemaElement(spec colSpec) {
 	tw := &fw.tw
 	tw.beginStruct(0)
 	tw.i32(1, physicalType(spec.kind))
@@ -148,7 +148,7 @@ func (fw *Writer) schemaElement(spec colSpec) {
 	tw.endStruct()
 }
 
-func (fw *Writer) columnChunk(spec colSpec, m chunkMeta) {
+func (fw *parquetWriter) columnChunk(spec colSpec, m chunkMeta) {
 	tw := &fw.tw
 	tw.beginStruct(0) // ColumnChunk
 	tw.i64(2, m.offset)

@@ -1,4 +1,4 @@
-package flatparquet
+package sampletable
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ func testSchema() *arrow.Schema {
 	}, nil)
 }
 
-// table is a Table of testSchema's columns; a nil cell is null.
+// table is a parquetTable of testSchema's columns; a nil cell is null.
 type table [][]any
 
 func (t table) NumRows() int { return len(t) }
@@ -64,14 +64,14 @@ func rows(n, textBytes int) table {
 	return t
 }
 
-func write(t *testing.T, tbl Table, noMinMax ...string) []byte {
+func write(t *testing.T, tbl parquetTable, noMinMax ...string) []byte {
 	t.Helper()
-	w, err := NewWriter(testSchema(), noMinMax...)
+	w, err := newParquetWriter(testSchema(), noMinMax...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := w.Write(&buf, tbl); err != nil {
+	if err := w.write(&buf, tbl); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -116,10 +116,7 @@ func readsBackInBoth(t *testing.T, b []byte, want table) {
 
 func readParquetGo(t *testing.T, b []byte) table {
 	t.Helper()
-	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatalf("parquet-go cannot open the file: %v", err)
-	}
+	f := openParquet(t, b)
 	var out table
 	for _, rg := range f.RowGroups() {
 		buf := make([]parquet.Row, rg.NumRows())
@@ -203,12 +200,7 @@ func TestAColumnIsCutIntoPagesAtTheFirstRowPastPageSize(t *testing.T) {
 			want, rows, size = append(want, rows), 0, 0
 		}
 	}
-	b := write(t, tbl)
-	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages := f.RowGroups()[0].ColumnChunks()[0].Pages()
+	pages := openParquet(t, write(t, tbl)).RowGroups()[0].ColumnChunks()[0].Pages()
 	defer pages.Close()
 	var got []int64
 	for {
@@ -231,7 +223,7 @@ func TestStatisticsAreTheColumnsMinAndMax(t *testing.T) {
 	tbl[3][2], tbl[4][2], tbl[6][2] = math.NaN(), -2.5, 0.0
 	tbl[7][0], tbl[8][0] = "!first", "~last"
 	long := rows(3, 10)
-	long[1][0] = strings.Repeat("x", MaxStatBytes+1)
+	long[1][0] = strings.Repeat("x", maxStatBytes+1)
 
 	i64 := func(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
 	f64 := func(v float64) []byte { return binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)) }
@@ -250,11 +242,7 @@ func TestStatisticsAreTheColumnsMinAndMax(t *testing.T) {
 		{"an all-null column", tbl, "never", nil, nil, 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := write(t, tc.tbl, "free")
-			f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := openParquet(t, write(t, tc.tbl, "free"))
 			for _, cc := range f.Metadata().RowGroups[0].Columns {
 				md := cc.MetaData
 				if md.PathInSchema[0] != tc.col {
@@ -281,11 +269,11 @@ func TestAMinOfPositiveZeroIsWrittenNegativeAndAMaxOfNegativeZeroPositive(t *tes
 }
 
 func TestAWriterKeepsNoCellTextOnceAFileIsWritten(t *testing.T) {
-	w, err := NewWriter(testSchema())
+	w, err := newParquetWriter(testSchema())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(io.Discard, rows(5, 10)); err != nil {
+	if err := w.write(io.Discard, rows(5, 10)); err != nil {
 		t.Fatal(err)
 	}
 	// Its buffers are kept for the next file; references to the cells'
@@ -298,7 +286,7 @@ func TestAWriterKeepsNoCellTextOnceAFileIsWritten(t *testing.T) {
 }
 
 func TestAWriterKeepsItsPageBuffersUnlessAHugeValueGrewThem(t *testing.T) {
-	w, err := NewWriter(testSchema())
+	w, err := newParquetWriter(testSchema())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +300,7 @@ func TestAWriterKeepsItsPageBuffersUnlessAHugeValueGrewThem(t *testing.T) {
 		{"ordinary rows again", rows(13, 100), true},
 	} {
 		var buf bytes.Buffer
-		if err := w.Write(&buf, c.rows); err != nil {
+		if err := w.write(&buf, c.rows); err != nil {
 			t.Fatal(err)
 		}
 		if got := cap(w.page) > 0 && cap(w.comp) > 0; got != c.kept {
@@ -333,7 +321,7 @@ func TestNewWriterRefusesColumnsItCannotWrite(t *testing.T) {
 		{Name: "c", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
 		{Name: "c", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
 	} {
-		if _, err := NewWriter(arrow.NewSchema([]arrow.Field{f}, nil)); err == nil || !strings.Contains(err.Error(), "column c is") {
+		if _, err := newParquetWriter(arrow.NewSchema([]arrow.Field{f}, nil)); err == nil || !strings.Contains(err.Error(), "column c is") {
 			t.Errorf("%v: error %v, want the column refused", f, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package jsonscan
+package sampletable
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// skipCases are values whose ends hide behind what Skip passes over
+// skipCases are values whose ends hide behind what skipValue passes over
 // unchecked: brackets and escaped quotes in strings, the bytes its bracket
 // test also stops at (Y, _, y, DEL), whitespace, nesting, and arrays long
 // enough for whole eight-byte words.
@@ -31,39 +31,39 @@ func TestSkipEndsEveryValueWhereValueDoes(t *testing.T) {
 	}
 }
 
-// checkSkip holds Skip to Value at every value s holds, Members to Object
-// at every object, and both to staying within the text when it is not
-// JSON.
+// checkSkip holds skipValue to scanValue at every value s holds,
+// walkMembers to scanObject at every object, and both to staying within
+// the text when it is not JSON.
 func checkSkip(t *testing.T, s string) {
 	t.Helper()
 	if !json.Valid([]byte(s)) {
 		for i := range s {
-			if end := Skip(s, i); end < i || end > len(s) {
-				t.Fatalf("Skip(%q, %d) = %d, outside the text", s, i, end)
+			if end := skipValue(s, i); end < i || end > len(s) {
+				t.Fatalf("skipValue(%q, %d) = %d, outside the text", s, i, end)
 			}
 			if s[i] == '{' {
-				if end, _ := Members(s, i, func(k, v string) error { return nil }); end < i || end > len(s) {
-					t.Fatalf("Members(%q, %d) = %d, outside the text", s, i, end)
+				if end, _ := walkMembers(s, i, func(k, v string) error { return nil }); end < i || end > len(s) {
+					t.Fatalf("walkMembers(%q, %d) = %d, outside the text", s, i, end)
 				}
 			}
 		}
 		return
 	}
 	i := skipSpace(s, 0)
-	end, _ := Value(s, i, 0)
+	end, _ := scanValue(s, i, 0)
 	for _, v := range values(s[i:end]) {
 		at := int(uintptr(unsafe.Pointer(unsafe.StringData(v))) - uintptr(unsafe.Pointer(unsafe.StringData(s))))
-		if got := Skip(s, at); got != at+len(v) {
-			t.Fatalf("Skip(%q, %d) = %d, Value ends it at %d", s, at, got, at+len(v))
+		if got := skipValue(s, at); got != at+len(v) {
+			t.Fatalf("skipValue(%q, %d) = %d, scanValue ends it at %d", s, at, got, at+len(v))
 		}
 		if v[0] != '{' {
 			continue
 		}
 		var want, got []string
-		wantEnd, _ := Object(s, at, 0, func(k, v string) error { want = append(want, k, v); return nil })
-		gotEnd, err := Members(s, at, func(k, v string) error { got = append(got, k, v); return nil })
+		wantEnd, _ := scanObject(s, at, 0, func(k, v string) error { want = append(want, k, v); return nil })
+		gotEnd, err := walkMembers(s, at, func(k, v string) error { got = append(got, k, v); return nil })
 		if err != nil || gotEnd != wantEnd || strings.Join(got, "\x00") != strings.Join(want, "\x00") {
-			t.Fatalf("Members(%q, %d) = %q, %d, %v; Object gives %q, %d", s, at, got, gotEnd, err, want, wantEnd)
+			t.Fatalf("walkMembers(%q, %d) = %q, %d, %v; scanObject gives %q, %d", s, at, got, gotEnd, err, want, wantEnd)
 		}
 	}
 }
@@ -74,10 +74,10 @@ func values(v string) []string {
 	out := []string{v}
 	switch v[0] {
 	case '{':
-		_, _ = Object(v, 0, 0, func(_, mv string) error { out = append(out, values(mv)...); return nil })
+		_, _ = scanObject(v, 0, 0, func(_, mv string) error { out = append(out, values(mv)...); return nil })
 	case '[':
-		_ = EachElement(v, func(_, start int) (int, error) {
-			end, _ := Value(v, start, 1)
+		_ = eachElement(v, func(_, start int) (int, error) {
+			end, _ := scanValue(v, start, 1)
 			out = append(out, values(v[start:end])...)
 			return end, nil
 		})

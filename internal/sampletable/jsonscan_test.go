@@ -1,4 +1,4 @@
-package jsonscan
+package sampletable
 
 import (
 	"bytes"
@@ -21,27 +21,27 @@ func FuzzScannerAgreesWithEncodingJSON(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := Valid(s), json.Valid([]byte(s)); got != want {
-			t.Fatalf("Valid(%q) = %v, encoding/json says %v", s, got, want)
+		if got, want := validJSON(s), json.Valid([]byte(s)); got != want {
+			t.Fatalf("validJSON(%q) = %v, encoding/json says %v", s, got, want)
 		}
 		// A document's text is compacted as encoding/json compacts it.
 		if json.Valid([]byte(s)) {
 			var want bytes.Buffer
 			_ = json.Compact(&want, []byte(s))
-			if got, _ := Rewrite(s, true, false); got != want.String() {
-				t.Fatalf("Rewrite(%q) = %q, encoding/json compacts it to %q", s, got, want.String())
+			if got, _ := RewriteJSON(s, true, false); got != want.String() {
+				t.Fatalf("RewriteJSON(%q) = %q, encoding/json compacts it to %q", s, got, want.String())
 			}
 		}
 		// Callers make text valid UTF-8 before they walk it.
-		if valid := strings.ToValidUTF8(s, "\uFFFD"); FirstNonSpace(valid) == '{' && json.Valid([]byte(valid)) {
+		if valid := strings.ToValidUTF8(s, "\uFFFD"); firstNonSpace(valid) == '{' && json.Valid([]byte(valid)) {
 			var keys []string
-			compact, err := EachMember(valid, func(k, _ string) error { keys = append(keys, Unquote(k)); return nil })
+			compact, err := scanMembers(valid, func(k, _ string) error { keys = append(keys, unquote(k)); return nil })
 			if err != nil {
-				t.Fatalf("EachMember(%q): %v", valid, err)
+				t.Fatalf("scanMembers(%q): %v", valid, err)
 			}
 			// Compact text is what compacting leaves as it is.
-			if _, changed := Rewrite(valid, true, false); compact == changed {
-				t.Fatalf("EachMember(%q) says compact %v, but Rewrite changed it: %v", valid, compact, changed)
+			if _, changed := RewriteJSON(valid, true, false); compact == changed {
+				t.Fatalf("scanMembers(%q) says compact %v, but RewriteJSON changed it: %v", valid, compact, changed)
 			}
 			if want := topLevelKeys(t, valid); strings.Join(keys, "\x00") != strings.Join(want, "\x00") {
 				t.Fatalf("keys of %q: %q, want %q", valid, keys, want)
@@ -49,17 +49,17 @@ func FuzzScannerAgreesWithEncodingJSON(f *testing.F) {
 		}
 		var elems []json.RawMessage
 		n := 0
-		err := EachElement(s, func(_, start int) (int, error) {
+		err := eachElement(s, func(_, start int) (int, error) {
 			n++
-			end, ok := Value(s, start, 1)
+			end, ok := scanValue(s, start, 1)
 			if !ok {
-				return end, &SyntaxError{Offset: end}
+				return end, &syntaxError{Offset: end}
 			}
 			return end, nil
 		})
-		isArray := FirstNonSpace(s) == '[' && json.Unmarshal([]byte(s), &elems) == nil
+		isArray := firstNonSpace(s) == '[' && json.Unmarshal([]byte(s), &elems) == nil
 		if (err == nil) != isArray || (err == nil && n != len(elems)) {
-			t.Fatalf("EachElement(%q): %d elements, %v; encoding/json: %d", s, n, err, len(elems))
+			t.Fatalf("eachElement(%q): %d elements, %v; encoding/json: %d", s, n, err, len(elems))
 		}
 	})
 }
@@ -99,7 +99,7 @@ func TestRewriteCompactsAndNullsPythonsNonFiniteNumbers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, changed := Rewrite(tt.in, tt.compact, tt.python)
+			got, changed := RewriteJSON(tt.in, tt.compact, tt.python)
 			if got != tt.want || changed != tt.changed {
 				t.Fatalf("got %q %v, want %q %v", got, changed, tt.want, tt.changed)
 			}
@@ -131,9 +131,9 @@ func TestEachMemberTellsCompactTextFromTextWithWhitespaceBetweenTokens(t *testin
 		{"{\"a\":{\"b\":[[1],[2]\t]}}", false},
 	}
 	for _, tt := range tests {
-		compact, err := EachMember(tt.in, func(string, string) error { return nil })
+		compact, err := scanMembers(tt.in, func(string, string) error { return nil })
 		if err != nil || compact != tt.compact {
-			t.Errorf("EachMember(%q): compact %v, %v; want %v", tt.in, compact, err, tt.compact)
+			t.Errorf("scanMembers(%q): compact %v, %v; want %v", tt.in, compact, err, tt.compact)
 		}
 	}
 }

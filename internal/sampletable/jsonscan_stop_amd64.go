@@ -1,4 +1,4 @@
-package jsonscan
+package sampletable
 
 import "golang.org/x/sys/cpu"
 

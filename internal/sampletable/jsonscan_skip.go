@@ -1,4 +1,4 @@
-package jsonscan
+package sampletable
 
 import (
 	"encoding/binary"
@@ -11,14 +11,14 @@ import (
 // traces, then each trace's nodes, then each node's members, and token-id
 // and logprob arrays are most of such a document's bytes. Checking every
 // number of those arrays again at every level cost more than all the rest
-// of the mapping; Skip finds where a value ends by its brackets and quotes
-// alone, eight bytes a step between them.
+// of the mapping; skipValue finds where a value ends by its brackets and
+// quotes alone, eight bytes a step between them.
 
-// Skip returns the index just after the JSON value that starts at s[i]
-// (whitespace before it not allowed), for text that Value accepted: it
+// skipValue returns the index just after the JSON value that starts at s[i]
+// (whitespace before it not allowed), for text that scanValue accepted: it
 // checks nothing. On other text its answer lies in [i, len(s)] and means
 // nothing.
-func Skip(s string, i int) int {
+func skipValue(s string, i int) int {
 	if i >= len(s) {
 		return len(s)
 	}
@@ -58,7 +58,7 @@ func Skip(s string, i int) int {
 }
 
 // stringEnd is the index just after the string literal at s[i], for text
-// Value accepted: its first quote that no backslash escapes. Checking a
+// scanValue accepted: its first quote that no backslash escapes. Checking a
 // string stops at each escape, and a chat's text has one (\n) every line
 // or so; a walk of checked text looks for quotes alone. On other text its
 // answer lies in (i, len(s)].
@@ -83,17 +83,17 @@ func stringEnd(s string, i int) int {
 }
 
 // bracketOrQuote tells '"', '[', ']', '{' and '}' (and 'Y', '_', 'y' and
-// DEL, which share c|0x26 == 0x7f and which Skip passes over).
+// DEL, which share c|0x26 == 0x7f and which skipValue passes over).
 func bracketOrQuote(c byte) bool { return c == '"' || c|0x26 == 0x7f }
 
 // endsScalar tells a byte that can follow a number or literal.
 func endsScalar(c byte) bool { return c == ',' || c == ']' || c == '}' || isSpace(c) }
 
-// Members is Object for text Value accepted: it calls fn with each member's
-// raw key and value text of the object at s[i] ('{') and returns the index
-// just after it, checking nothing (Skip). Its only errors are fn's. On
-// other text it stays within s and means nothing.
-func Members(s string, i int, fn func(key, value string) error) (int, error) {
+// walkMembers is scanObject for text scanValue accepted: it calls fn with
+// each member's raw key and value text of the object at s[i] ('{') and
+// returns the index just after it, checking nothing (skipValue). Its only
+// errors are fn's. On other text it stays within s and means nothing.
+func walkMembers(s string, i int, fn func(key, value string) error) (int, error) {
 	i = skipSpace(s, min(i+1, len(s)))
 	if i < len(s) && s[i] == '}' {
 		return i + 1, nil
@@ -101,7 +101,7 @@ func Members(s string, i int, fn func(key, value string) error) (int, error) {
 	for i < len(s) {
 		k1 := stringEnd(s, i)
 		v0 := skipSpace(s, min(skipSpace(s, k1)+1, len(s))) // past the colon
-		v1 := Skip(s, v0)
+		v1 := skipValue(s, v0)
 		if err := fn(s[i:k1], s[v0:v1]); err != nil {
 			return v1, err
 		}

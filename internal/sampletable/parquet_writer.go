@@ -1,4 +1,4 @@
-package flatparquet
+package sampletable
 
 import (
 	"encoding/base64"
@@ -16,28 +16,32 @@ import (
 
 // PageSize is the value bytes after which a column's page is cut, at a row
 // boundary: the size pyarrow and arrow-go use, which keeps a reader's page
-// buffers small while a page's header is a negligible share of it.
+// buffers small while a page's header is a negligible share of it. It is
+// exported for the Snappy floor outside this package, AppendCellText's
+// text compressed in pages of this size (bench/floor.go, the root's
+// BenchmarkPushLogsSnappyFloor).
 const PageSize = 1 << 20
 
-// maxKeptPage bounds the page buffers a Writer keeps between files: a page
-// passes PageSize only by its last value, so one past this held a huge
-// value, whose buffers are not worth holding for good.
+// maxKeptPage bounds the page buffers a parquetWriter keeps between files:
+// a page passes PageSize only by its last value, so one past this held a
+// huge value, whose buffers are not worth holding for good.
 const maxKeptPage = 4 * PageSize
 
-// MaxStatBytes is the longest string kept as a column's min or max; longer
+// maxStatBytes is the longest string kept as a column's min or max; longer
 // ones would copy whole values into the footer, so a chunk that has one
 // gets no min/max.
-const MaxStatBytes = 64
+const maxStatBytes = 64
 
 // createdBy names the writer in the footer, in the "app version v (build
 // b)" form readers parse.
 const createdBy = "primeexporter version 1 (build sampletable)"
 
-// Table is what a Writer writes: NumRows rows × the schema's columns, read
-// cell by cell. The getter of a column's type is the one called: Str for
-// utf8, Int for int64 and timestamp, Float for float64; false is null. A
-// Writer keeps no string past the Write that read it.
-type Table interface {
+// parquetTable is what a parquetWriter writes: NumRows rows × the schema's
+// columns, read cell by cell. The getter of a column's type is the one
+// called: Str for utf8, Int for int64 and timestamp, Float for float64;
+// false is null. A parquetWriter keeps no string past the write that read
+// it.
+type parquetTable interface {
 	NumRows() int
 	Str(col, row int) (string, bool)
 	Int(col, row int) (int64, bool)
@@ -60,9 +64,9 @@ type colSpec struct {
 	stats bool // min/max statistics
 }
 
-// Writer writes files of one schema. Its buffers are kept between files;
-// it is not safe for concurrent use.
-type Writer struct {
+// parquetWriter writes files of one schema. Its buffers are kept between
+// files; it is not safe for concurrent use.
+type parquetWriter struct {
 	specs      []colSpec
 	arrowMeta  string
 	present    []bool
@@ -71,7 +75,7 @@ type Writer struct {
 	page, comp []byte
 	tw         thriftWriter
 	chunks     []chunkMeta
-	// Cells that share a big cell's bytes (shared.go), per file.
+	// Cells that share a big cell's bytes (parquet_shared.go), per file.
 	shared  map[cellKey]sharedCell
 	bigs    []bigCell
 	pieces  []byte
@@ -80,19 +84,20 @@ type Writer struct {
 	scanned int // 1 + the bigs index cps were scanned from; 0: none
 }
 
-// NewWriter returns a Writer of files of schema s, whose fields must all be
-// nullable and of type utf8, int64, float64 or timestamp[us, tz=UTC]. The
-// columns named in noMinMax get a null count but no min/max.
-func NewWriter(s *arrow.Schema, noMinMax ...string) (*Writer, error) {
+// newParquetWriter returns a parquetWriter of files of schema s, whose
+// fields must all be nullable and of type utf8, int64, float64 or
+// timestamp[us, tz=UTC]. The columns named in noMinMax get a null count
+// but no min/max.
+func newParquetWriter(s *arrow.Schema, noMinMax ...string) (*parquetWriter, error) {
 	specs := make([]colSpec, s.NumFields())
 	for i, f := range s.Fields() {
 		kind, ok := kindOf(f.Type)
 		if !ok || !f.Nullable {
-			return nil, fmt.Errorf("flatparquet: column %s is %s (nullable %v); only nullable utf8, int64, float64 and timestamp[us, tz=UTC] are written", f.Name, f.Type, f.Nullable)
+			return nil, fmt.Errorf("sampletable: column %s is %s (nullable %v); only nullable utf8, int64, float64 and timestamp[us, tz=UTC] are written", f.Name, f.Type, f.Nullable)
 		}
 		specs[i] = colSpec{name: f.Name, kind: kind, stats: !slices.Contains(noMinMax, f.Name)}
 	}
-	return &Writer{specs: specs, arrowMeta: arrowSchemaMetadata(s), sizes: newElemSizes()}, nil
+	return &parquetWriter{specs: specs, arrowMeta: arrowSchemaMetadata(s), sizes: newElemSizes()}, nil
 }
 
 func kindOf(t arrow.DataType) (colKind, bool) {
@@ -136,7 +141,7 @@ var magic = []byte("PAR1")
 
 // Write writes t to dst as one file with one row group. dst is written
 // to, never closed; after an error it may hold part of a file.
-func (fw *Writer) Write(dst io.Writer, t Table) error {
+func (fw *parquetWriter) write(dst io.Writer, t parquetTable) error {
 	cw := &countingWriter{w: dst}
 	cw.write(magic)
 	fw.findShared(t)
@@ -167,7 +172,7 @@ func (fw *Writer) Write(dst io.Writer, t Table) error {
 
 // column gathers column c's cells, then writes them in pages of about
 // PageSize value bytes.
-func (fw *Writer) column(cw *countingWriter, c int, t Table) chunkMeta {
+func (fw *parquetWriter) column(cw *countingWriter, c int, t parquetTable) chunkMeta {
 	spec := fw.specs[c]
 	n := t.NumRows()
 	fw.present = fw.present[:0]
@@ -207,7 +212,7 @@ func (fw *Writer) column(cw *countingWriter, c int, t Table) chunkMeta {
 	return meta
 }
 
-func (fw *Writer) valueSize(spec colSpec, row int) int {
+func (fw *parquetWriter) valueSize(spec colSpec, row int) int {
 	if spec.kind == kindString {
 		return 4 + len(fw.strs[row])
 	}
@@ -217,7 +222,7 @@ func (fw *Writer) valueSize(spec colSpec, row int) int {
 // writePage writes rows [start, end) of the gathered column, whose
 // present values are size bytes, as one data page: definition levels,
 // then the PLAIN values of the present cells, Snappy-compressed together.
-func (fw *Writer) writePage(cw *countingWriter, meta *chunkMeta, c, start, end, size int) {
+func (fw *parquetWriter) writePage(cw *countingWriter, meta *chunkMeta, c, start, end, size int) {
 	spec := fw.specs[c]
 	present := fw.present[start:end]
 	nulls := 0

@@ -1,4 +1,4 @@
-package jsonscan
+package sampletable
 
 import (
 	"fmt"
@@ -36,16 +36,16 @@ func tokenArrays(n int) string {
 	return b.String()
 }
 
-// BenchmarkScanTokenArrays is the body's one checking scan (Value) and a
-// later walk's Skip over token arrays, most of a native document's bytes
-// when it carries them.
+// BenchmarkScanTokenArrays is the body's one checking scan (scanValue, as
+// Value) and a later walk's skipValue (as Skip) over token arrays, most of
+// a native document's bytes when it carries them.
 func BenchmarkScanTokenArrays(b *testing.B) {
 	for _, n := range []int{64, 4096} {
 		s := tokenArrays(n)
 		b.Run(fmt.Sprint("Value/", n), func(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
-				if _, ok := Value(s, 0, 0); !ok {
+				if _, ok := scanValue(s, 0, 0); !ok {
 					b.Fatal("not JSON")
 				}
 			}
@@ -53,7 +53,7 @@ func BenchmarkScanTokenArrays(b *testing.B) {
 		b.Run(fmt.Sprint("Skip/", n), func(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
-				if Skip(s, 0) != len(s) {
+				if skipValue(s, 0) != len(s) {
 					b.Fatal("short")
 				}
 			}

@@ -1,4 +1,4 @@
-package flatparquet
+package sampletable
 
 import (
 	"bytes"

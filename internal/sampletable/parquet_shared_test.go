@@ -1,4 +1,4 @@
-package flatparquet
+package sampletable
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ func TestCellsInsideABigCellOfTheirRowReadBackInBothReaders(t *testing.T) {
 	for _, textInsideFree := range []bool{true, false} {
 		t.Run(fmt.Sprint("text inside free: ", textInsideFree), func(t *testing.T) {
 			want := sharingRows(textInsideFree)
-			w, err := NewWriter(testSchema(), "free")
+			w, err := newParquetWriter(testSchema(), "free")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func TestEqualTextInSeparateMemoryIsNotShared(t *testing.T) {
 	traj, lo, hi := trajectoryLike(7, 80_000)
 	tbl[0][4] = traj
 	tbl[0][0] = string([]byte(traj[lo:hi]))
-	w, err := NewWriter(testSchema(), "free")
+	w, err := newParquetWriter(testSchema(), "free")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package flatparquet
+package sampletable
 
 import (
 	"encoding/binary"
@@ -10,32 +10,32 @@ import (
 )
 
 // deriveMin is the shortest cell whose elements are derived from the big
-// cell it lies inside (derive.go) rather than compressed. A shorter one
-// is gathered with its page's other small values, where it finds matches
-// in the rows before it.
+// cell it lies inside (parquet_derive.go) rather than compressed. A
+// shorter one is gathered with its page's other small values, where it
+// finds matches in the rows before it.
 const deriveMin = bigValue / 4
 
-// maxKeptPieces bounds the compressed big cells a Writer keeps between
-// files, as maxKeptPage bounds its page buffers.
+// maxKeptPieces bounds the compressed big cells a parquetWriter keeps
+// between files, as maxKeptPage bounds its page buffers.
 const maxKeptPieces = maxKeptPage
 
 // bigCell is a big string cell that another cell of its row lies inside:
-// it is compressed once, into the Writer's pieces, for its own page and
-// for the cells derived from it.
+// it is compressed once, into the parquetWriter's pieces, for its own page
+// and for the cells derived from it.
 type bigCell struct {
 	s        string
-	from, to int // its elements in Writer.pieces; to == 0 until compressed
+	from, to int // its elements in parquetWriter.pieces; to == 0 until compressed
 }
 
 // sharedCell is what a cell takes from a big cell: its own elements when
 // it is that big cell, or a stretch [off, off+len) derived from them.
 type sharedCell struct {
-	big     int // index in Writer.bigs
+	big     int // index in parquetWriter.bigs
 	derived bool
 	off     int
 }
 
-// cellKey names a cell in Writer.shared.
+// cellKey names a cell in parquetWriter.shared.
 type cellKey struct{ col, row int }
 
 // findShared records, for every row of t, the cells that lie inside a big
@@ -43,7 +43,7 @@ type cellKey struct{ col, row int }
 // its trajectory), and those big cells. Cells share memory only when the
 // table built them so, which a pointer comparison tells.
 // releaseShared, deferred by Write, leaves them empty for the next file.
-func (fw *Writer) findShared(t Table) {
+func (fw *parquetWriter) findShared(t parquetTable) {
 	type cand struct {
 		col int
 		s   string
@@ -115,7 +115,7 @@ func inside(s, b string) (int, bool) {
 
 // sharedValue appends the value of cell (col, row) to p from the big cell
 // it shares, and tells whether it did.
-func (fw *Writer) sharedValue(p *snappyPage, col, row int, s string) bool {
+func (fw *parquetWriter) sharedValue(p *snappyPage, col, row int, s string) bool {
 	if len(fw.shared) == 0 {
 		return false
 	}
@@ -152,7 +152,7 @@ func (fw *Writer) sharedValue(p *snappyPage, col, row int, s string) bool {
 
 // releaseShared drops the cells' strings and, past maxKeptPieces, the
 // pieces' memory.
-func (fw *Writer) releaseShared() {
+func (fw *parquetWriter) releaseShared() {
 	clear(fw.shared)
 	clear(fw.bigs)
 	fw.bigs = fw.bigs[:0]

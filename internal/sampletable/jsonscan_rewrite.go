@@ -1,4 +1,4 @@
-package jsonscan
+package sampletable
 
 import (
 	"encoding/binary"
@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-// Rewrite rewrites JSON text between its string literals: compact
+// RewriteJSON rewrites JSON text between its string literals: compact
 // drops the whitespace, python turns NaN, Infinity and -Infinity (what
 // Python's json.dumps writes for non-finite floats) into null. It returns
 // s itself, uncopied, when nothing changes, and changed false then or when
 // a string literal does not end. Only compact text that was valid JSON
 // stays valid: whitespace also separates tokens in text that is not.
-func Rewrite(s string, compact, python bool) (out string, changed bool) {
+func RewriteJSON(s string, compact, python bool) (out string, changed bool) {
 	var sb strings.Builder
 	start := 0 // s[start:i] is yet to be copied
 	replace := func(i, n int, with string) {

@@ -1,4 +1,4 @@
-package flatparquet
+package sampletable
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ func trajectoryLike(seed uint64, n int) (traj string, lo, hi int) {
 	return traj, len(head), len(head) + len(first) + len(tail)
 }
 
-// derived compresses src with s2, as the Writer does a big cell, and
+// derived compresses src with s2, as the parquetWriter does a big cell, and
 // derives the block of src[lo:hi] from its elements, with no bound on the
 // bytes of copies that become literals.
 func derived(t *testing.T, src string, lo, hi int) []byte {
@@ -56,7 +56,8 @@ func derived(t *testing.T, src string, lo, hi int) []byte {
 	return out
 }
 
-// deriveWithin is derived with the Writer's bound on literals, or another.
+// deriveWithin is derived with the parquetWriter's bound on literals, or
+// another.
 func deriveWithin(t *testing.T, src string, lo, hi, budget int) ([]byte, bool) {
 	t.Helper()
 	block := s2.EncodeSnappy(nil, []byte(src))

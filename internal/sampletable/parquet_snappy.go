@@ -1,4 +1,4 @@
-package flatparquet
+package sampletable
 
 import (
 	"encoding/binary"
@@ -54,7 +54,7 @@ func (p *snappyPage) piece(elems []byte, n int) {
 }
 
 // derive appends the elements of src[lo:hi], derived from the elements e
-// of src's own block (derive.go), and tells whether it could.
+// of src's own block (parquet_derive.go), and tells whether it could.
 func (p *snappyPage) derive(t *elemSizes, src string, e []byte, cps []checkpoint, lo, hi int) bool {
 	p.flush()
 	comp, ok := t.appendDerived(p.comp, src, e, cps, lo, hi, (hi-lo)/literalShare)
@@ -94,7 +94,7 @@ func (p *snappyPage) compress(src []byte) {
 	out := s2.EncodeSnappy(p.comp[at:need], src)
 	if len(out) < hn || &out[0] != &p.comp[at] {
 		// Unreachable: s2 writes into a destination of MaxEncodedLen.
-		panic("flatparquet: s2 did not encode in place")
+		panic("sampletable: s2 did not encode in place")
 	}
 	p.comp = p.comp[:at+len(out)]
 	copy(p.comp[at:], saved[:hn])
@@ -107,7 +107,7 @@ func (p *snappyPage) finish() []byte {
 	if p.done != p.size {
 		// Unreachable: writePage counts the body it then appends; a
 		// mismatch would be a corrupt page, never written.
-		panic("flatparquet: a page's body is not the length its block says")
+		panic("sampletable: a page's body is not the length its block says")
 	}
 	return p.comp
 }
