@@ -21,6 +21,9 @@ import (
 // Redis, behind agents from deploy/multitenant/agent.yaml, every hop over
 // TLS, no platform key anywhere but in the trainers.
 
+// mtFleetGrace is the fleet's gateways' finalize_grace in the test.
+const mtFleetGrace = 20 * time.Second
+
 // mtFleetGateway is one gateway of the fleet.
 type mtFleetGateway struct {
 	*collector
@@ -29,14 +32,16 @@ type mtFleetGateway struct {
 
 // startMTFleetGateway runs deploy/multitenant/gateway-fleet.yaml as
 // shipped, set through its environment, but for a finalize_grace short
-// enough for a test (the shipped 1m covers agents replaying a backlog).
+// enough for a test: the shipped 1m covers agents replaying a long
+// backlog out of order; mtFleetGrace still covers a replay just after the
+// agents restart, each request waiting up to the batch's 5 s flush.
 func startMTFleetGateway(t *testing.T, otelcol string, platform *rfttest.Server, redisAddr string) *mtFleetGateway {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "deploy", "multitenant", "gateway-fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	config := strings.Replace(string(raw), "finalize_grace: 1m", "finalize_grace: "+fleetFinalizeGrace.String(), 1)
+	config := strings.Replace(string(raw), "finalize_grace: 1m", "finalize_grace: "+mtFleetGrace.String(), 1)
 	if config == string(raw) {
 		t.Fatal("gateway-fleet.yaml no longer sets finalize_grace: 1m")
 	}
@@ -144,7 +149,7 @@ func TestAMultitenantFleetBehindAgentsKeepsEachTenantsRunWholeAndOnItsKeyThrough
 	}
 
 	// alice and carol through agent 0, bob through agent 1.
-	const steps = 40
+	const steps = 150
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir, caFile := t.TempDir(), newFleetAuth(t).caFile
@@ -213,6 +218,10 @@ func TestAMultitenantFleetBehindAgentsKeepsEachTenantsRunWholeAndOnItsKeyThrough
 		return true
 	}, dump)
 	t.Logf("every run completed %v after the start", time.Since(start).Round(time.Millisecond))
+	for i, g := range gws {
+		out := g.out.String()
+		t.Logf("gateway %d: created %d runs, closed out %d", i, strings.Count(out, "Created run"), strings.Count(out, "Closed out run"))
+	}
 
 	owners, createdFor := map[string]string{}, map[string]string{}
 	for user := range tenants {
