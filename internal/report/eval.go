@@ -82,14 +82,21 @@ func plain(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// readJSON reads a record file of the run directory.
+// readJSON reads a record file of the run directory. A number in a config
+// or summary stays as written (json.Number): a seed of 2^63 is shown, and
+// compared, as its digits rather than as the nearest float64.
 func readJSON(path string, v any) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: more after its JSON value", filepath.Base(path))
 	}
 	return nil
 }
