@@ -135,22 +135,8 @@ type RedisConfig struct {
 	TLS configoptional.Optional[configtls.ClientConfig] `mapstructure:"tls"`
 }
 
-// validate is called by Config.Validate, which names the block.
-func (sc *SharedRegistryConfig) validate() error {
-	var errs []error
-	if strings.TrimSpace(sc.Redis.Endpoint) == "" {
-		errs = append(errs, errors.New("shared_registry::redis::endpoint is required: the host:port of the Redis every collector of the fleet uses"))
-	} else if _, _, err := net.SplitHostPort(sc.Redis.Endpoint); err != nil {
-		errs = append(errs, fmt.Errorf("shared_registry::redis::endpoint %q must be host:port: %w", sc.Redis.Endpoint, err))
-	}
-	if sc.Redis.DB < 0 {
-		errs = append(errs, fmt.Errorf("shared_registry::redis::db must not be negative, got %d", sc.Redis.DB))
-	}
-	return errors.Join(errs...)
-}
-
-// redisOptions are shared_registry's Redis as runstore connects to it, its
-// TLS loaded; nil without shared_registry.
+// redisOptions are the shared registry's store options, its TLS loaded;
+// nil without one.
 func (cfg *Config) redisOptions(ctx context.Context) (*runstore.RedisOptions, error) {
 	sr := cfg.SharedRegistry.Get()
 	if sr == nil {
@@ -166,6 +152,20 @@ func (cfg *Config) redisOptions(ctx context.Context) (*runstore.RedisOptions, er
 		}
 	}
 	return o, nil
+}
+
+// validate is called by Config.Validate, which names the block.
+func (sc *SharedRegistryConfig) validate() error {
+	var errs []error
+	if strings.TrimSpace(sc.Redis.Endpoint) == "" {
+		errs = append(errs, errors.New("shared_registry::redis::endpoint is required: the host:port of the Redis every collector of the fleet uses"))
+	} else if _, _, err := net.SplitHostPort(sc.Redis.Endpoint); err != nil {
+		errs = append(errs, fmt.Errorf("shared_registry::redis::endpoint %q must be host:port: %w", sc.Redis.Endpoint, err))
+	}
+	if sc.Redis.DB < 0 {
+		errs = append(errs, fmt.Errorf("shared_registry::redis::db must not be negative, got %d", sc.Redis.DB))
+	}
+	return errors.Join(errs...)
 }
 
 // EvalConfig is for evaluation runs (prime.run.kind=eval).
@@ -278,7 +278,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := cfg.Tenants.Validate(tenants.Rest{
-		Mode: string(cfg.Mode), APIKey: cfg.APIKey != "", SharedRegistry: cfg.SharedRegistry.HasValue(),
+		Mode: string(cfg.Mode), APIKey: cfg.APIKey != "",
 	}); err != nil {
 		errs = append(errs, err)
 	}

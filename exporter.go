@@ -247,7 +247,7 @@ func (e *primeExporter) startTenants(ctx context.Context, host component.Host, r
 	if set.Redis, err = e.cfg.redisOptions(ctx); err != nil {
 		return nil, err
 	}
-	if e.cfg.Storage != nil {
+	if set.Redis == nil && e.cfg.Storage != nil {
 		if set.Storage, err = runstore.StorageExtension(host, *e.cfg.Storage); err != nil {
 			return nil, err
 		}

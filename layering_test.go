@@ -17,9 +17,11 @@ import (
 const modulePath = "github.com/primeintellect/primeexporter"
 
 // episodePathLayers are the packages an episode's path goes through, each
-// with the packages of the path it must not import: calls go down only,
-// so nothing below calls back into what called it (docs/architecture.md,
-// One episode's path). The root is above them all.
+// with the packages of the path it must not import, so that nothing below
+// drives what called it (docs/architecture.md, One episode's path); what
+// runs upward only reports, through interfaces the lower package declares. The root is above them all. The sample table's
+// Parquet writer and JSON scanner are files of internal/sampletable
+// (parquet_*.go, jsonscan*.go), not packages of the path.
 var episodePathLayers = map[string][]string{
 	"internal/upload":      {".", "internal/runs"},
 	"internal/runs":        {".", "internal/upload"},

@@ -23,7 +23,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/primeintellect/primeexporter/internal/flatparquet"
 	"github.com/primeintellect/primeexporter/internal/metadata"
 	"github.com/primeintellect/primeexporter/internal/sampletable"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
@@ -882,12 +881,12 @@ func BenchmarkPushLogsSnappyFloor(b *testing.B) {
 	for _, s := range pushShapes() {
 		b.Run(s.name, func(b *testing.B) {
 			text := cellText(b, pushBatch(s, "bench", 1))
-			dst := make([]byte, s2.MaxEncodedLen(flatparquet.PageSize))
+			dst := make([]byte, s2.MaxEncodedLen(sampletable.PageSize))
 			b.SetBytes(int64(len(text)))
 			b.ResetTimer()
 			for b.Loop() {
-				for at := 0; at < len(text); at += flatparquet.PageSize {
-					s2.EncodeSnappy(dst, text[at:min(len(text), at+flatparquet.PageSize)])
+				for at := 0; at < len(text); at += sampletable.PageSize {
+					s2.EncodeSnappy(dst, text[at:min(len(text), at+sampletable.PageSize)])
 				}
 			}
 			b.ReportMetric(float64(s.requests*s.perRequest*b.N)/b.Elapsed().Seconds(), "episodes/s")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/metadata"
 	"github.com/primeintellect/primeexporter/internal/tenants"
+	"github.com/primeintellect/primeexporter/internal/testkit/redistest"
 	"github.com/primeintellect/primeexporter/rft/rfttest"
 )
 
@@ -85,4 +86,22 @@ func TestASingleKeyExporterAsksNoAdmission(t *testing.T) {
 	assert.Nil(t, e.Unwrap().admission())
 	cfg.Tenants.Enabled = true
 	assert.NotNil(t, e.Unwrap().admission(), "a gateway's does")
+}
+
+// Gateways of one shared registry share each tenant's limit on its Redis:
+// what one admitted, the other counts.
+func TestGatewaysOfOneSharedRegistryShareEachTenantsLimit(t *testing.T) {
+	r := redistest.New(t)
+	shared := func(c *Config) {
+		c.SharedRegistry.GetOrInsertDefault().Redis.Endpoint = r.Addr()
+		c.Tenants.Limits.Limit = tenants.Limit{RecordsPerSecond: 1, BurstSeconds: 3}
+	}
+	a, b := newTenantHarness(t, shared), newTenantHarness(t, shared)
+	admit := func(h *harness, records int) error { return h.exp.admission()(as(aliceKey), "logs", 100, records) }
+	require.NoError(t, admit(a, 3), "gateway a empties alice's bucket of 3")
+	require.NoError(t, admit(b, 1), "at 0 gateway b admits one more: alice is in debt")
+	err := admit(a, 1)
+	require.Error(t, err, "gateway a sees the debt gateway b made")
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+	require.NoError(t, b.exp.admission()(as(bobKey), "logs", 100, 3), "bob's limit is his own")
 }

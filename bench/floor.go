@@ -10,7 +10,6 @@ import (
 	"github.com/klauspost/compress/s2"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 
-	"github.com/primeintellect/primeexporter/internal/flatparquet"
 	"github.com/primeintellect/primeexporter/internal/sampletable"
 )
 
@@ -113,10 +112,10 @@ func snappyFloor(ft floorText, cores int, minCPU time.Duration) (time.Duration, 
 func compressFor(ft floorText, minCPU time.Duration) (time.Duration, int, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	dst := make([]byte, s2.MaxEncodedLen(flatparquet.PageSize))
+	dst := make([]byte, s2.MaxEncodedLen(sampletable.PageSize))
 	compress := func() {
-		for at := 0; at < len(ft.text); at += flatparquet.PageSize {
-			s2.EncodeSnappy(dst, ft.text[at:min(len(ft.text), at+flatparquet.PageSize)])
+		for at := 0; at < len(ft.text); at += sampletable.PageSize {
+			s2.EncodeSnappy(dst, ft.text[at:min(len(ft.text), at+sampletable.PageSize)])
 		}
 	}
 	compress() // warm: the pages in cache as a page buffer would be

@@ -328,6 +328,7 @@ func TestEveryShippedCollectorConfigAuthenticatesWhatListensOffLoopback(t *testi
 	}
 	// The walk found what is known to ship; anything new is found the same way.
 	for _, want := range []string{"deploy/gateway.yaml", "deploy/agent.yaml", "deploy/image/gateway.yaml", "deploy/image/agent.yaml",
+		"deploy/multitenant/gateway.yaml", "deploy/multitenant/agent.yaml",
 		"ConfigMap/prime-gateway-config[config.yaml] in Deployment/prime-gateway/otelcol-prime",
 		"ConfigMap/prime-agent-config[config.yaml] in DaemonSet/prime-agent/otelcol-prime-agent",
 		"ConfigMap/prime-sidecar-config[config.yaml] in Job/trainer/otelcol-prime",
@@ -422,6 +423,33 @@ func TestTheShippedGatewayBreaksTheRuleWithoutItsAuth(t *testing.T) {
 			require.NoError(t, yaml.Unmarshal(body, &cfg))
 			require.Empty(t, violations(cfg, nil, nil), "deploy/gateway.yaml as shipped keeps the rule")
 			tc.edit(cfg)
+			got := violations(cfg, nil, nil)
+			require.Len(t, got, 1)
+			assert.Contains(t, got[0], tc.wantErr)
+		})
+	}
+}
+
+// The multi-tenant agent keeps the rule only through prime_auth over TLS on
+// each of its listeners off loopback: the receivers and the status route.
+func TestTheMultitenantAgentBreaksTheRuleWithoutItsAuth(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("multitenant", "agent.yaml"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		path    []string
+		wantErr string
+	}{
+		{[]string{"receivers", "otlp", "protocols", "grpc"}, "without auth"},
+		{[]string{"receivers", "otlp", "protocols", "http"}, "without auth"},
+		{[]string{"extensions", "prime_status"}, "no NetworkPolicy"},
+	} {
+		t.Run(strings.Join(tc.path, "::"), func(t *testing.T) {
+			var cfg collectorConfig
+			require.NoError(t, yaml.Unmarshal(body, &cfg))
+			require.Empty(t, violations(cfg, nil, nil), "deploy/multitenant/agent.yaml as shipped keeps the rule")
+			node, ok := cfg.get(tc.path...)
+			require.True(t, ok)
+			delete(asMap(node), "auth")
 			got := violations(cfg, nil, nil)
 			require.Len(t, got, 1)
 			assert.Contains(t, got[0], tc.wantErr)

@@ -61,17 +61,7 @@ func startMultitenantGatewayEdited(t *testing.T, otelcol string, platform *rftte
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw = []byte(edit(string(raw)))
-	auth := newFleetAuth(t) // a CA of its own and a certificate for 127.0.0.1
-	g := &mtGateway{
-		otelcol: otelcol, config: string(raw),
-		httpAddr: freeAddr(t), grpcAddr: freeAddr(t), statusAddr: freeAddr(t), caFile: auth.caFile, roots: x509.NewCertPool(),
-	}
-	_, g.metricsPort, _ = net.SplitHostPort(freeAddr(t))
-	pem, err := os.ReadFile(auth.caFile)
-	if err != nil || !g.roots.AppendCertsFromPEM(pem) {
-		t.Fatalf("reading the test CA: %v", err)
-	}
+	g, auth := newMTCollector(t, otelcol, edit(string(raw)))
 	g.env = []string{
 		"PRIME_API_BASE=" + platform.URL(),
 		"PRIME_OTLP_HTTP=" + g.httpAddr, "PRIME_OTLP_GRPC=" + g.grpcAddr, "PRIME_STATUS_ENDPOINT=" + g.statusAddr,
@@ -82,6 +72,25 @@ func startMultitenantGatewayEdited(t *testing.T, otelcol string, platform *rftte
 	}
 	g.c = startCollector(t, otelcol, g.config, g.env...)
 	return g
+}
+
+// newMTCollector is a collector on config that takes keys as a
+// multi-tenant gateway does, before it starts: free ports for its TLS
+// receivers, status route and metrics, and the test CA its senders trust;
+// auth holds its certificate.
+func newMTCollector(t *testing.T, otelcol, config string) (*mtGateway, fleetAuth) {
+	t.Helper()
+	auth := newFleetAuth(t) // a CA of its own and a certificate for 127.0.0.1
+	g := &mtGateway{
+		otelcol: otelcol, config: config,
+		httpAddr: freeAddr(t), grpcAddr: freeAddr(t), statusAddr: freeAddr(t), caFile: auth.caFile, roots: x509.NewCertPool(),
+	}
+	_, g.metricsPort, _ = net.SplitHostPort(freeAddr(t))
+	pem, err := os.ReadFile(auth.caFile)
+	if err != nil || !g.roots.AppendCertsFromPEM(pem) {
+		t.Fatalf("reading the test CA: %v", err)
+	}
+	return g, auth
 }
 
 // restart stops the collector with SIGTERM and starts it again as it was,

@@ -143,6 +143,18 @@ func runsOwnedBy(platform *rfttest.Server, user string) []rfttest.Run {
 	return out
 }
 
+// tenantRunsCompleted is true when each of users owns exactly one run on
+// the platform, completed with steps steps.
+func tenantRunsCompleted(platform *rfttest.Server, steps int, users ...string) bool {
+	for _, user := range users {
+		runs := runsOwnedBy(platform, user)
+		if len(runs) != 1 || runs[0].Status != rfttest.StatusCompleted || len(runs[0].Metrics) != steps {
+			return false
+		}
+	}
+	return true
+}
+
 // carried counts the platform requests that carried key, from index from
 // on.
 func carried(reqs []rfttest.Request, key string, from int) int {

@@ -415,13 +415,7 @@ func TestMultitenantGatewayRestartedMidRunClosesEachTenantsRunWithItsKey(t *test
 		restartedAt = len(platform.Requests())
 	})
 	waitFor(t, g.c, "both runs whole and completed after the restart", 2*time.Minute, func() bool {
-		for _, user := range []string{"alice", "bob"} {
-			runs := runsOwnedBy(platform, user)
-			if len(runs) != 1 || runs[0].Status != rfttest.StatusCompleted || len(runs[0].Metrics) != steps {
-				return false
-			}
-		}
-		return true
+		return tenantRunsCompleted(platform, steps, "alice", "bob")
 	})
 	reqs := platform.Requests()[restartedAt:]
 	owners, createdFor := map[string]string{}, map[string]string{}

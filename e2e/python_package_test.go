@@ -120,10 +120,7 @@ func readPackageWire(t *testing.T, set string) packageWire {
 			w.resource = r.Resource
 			switch r.EventName {
 			case "prime.metrics":
-				values := map[string]float64{}
-				for _, kv := range r.Body.([]wireKV) {
-					values[kv.Key] = wireNumber(t, f, kv)
-				}
+				values := metricsBody(t, f, r.Body)
 				if step, ok := wireGet(r.Attrs, "prime.step"); ok {
 					s := step.(int64)
 					if w.stepRows[s] == nil {
@@ -200,6 +197,35 @@ func readStartEvents(t *testing.T, f string, body []byte) int {
 		}
 	}
 	return n
+}
+
+// metricsBody reads a prime.metrics body: the JSON text of the row's values
+// (what prime_otel sends since issue 45), or a map (what it sent before,
+// through the SDK's encoder). Either way every value is a number.
+func metricsBody(t *testing.T, f string, body any) map[string]float64 {
+	t.Helper()
+	values := map[string]float64{}
+	switch b := body.(type) {
+	case string:
+		var row map[string]any
+		if err := json.Unmarshal([]byte(b), &row); err != nil {
+			t.Fatalf("%s: a metrics body that is not a JSON object: %v", f, err)
+		}
+		for k, v := range row {
+			n, ok := v.(float64)
+			if !ok {
+				t.Fatalf("%s: metric %s was sent as %T, not a number", f, k, v)
+			}
+			values[k] = n
+		}
+	case []wireKV:
+		for _, kv := range b {
+			values[kv.Key] = wireNumber(t, f, kv)
+		}
+	default:
+		t.Fatalf("%s: a metrics body is %T, want JSON text or a map", f, body)
+	}
+	return values
 }
 
 // wireNumber is a metric value as the package must send it: an int or a

@@ -59,9 +59,10 @@ var wantColumns = []string{
 
 // sampleRow is the part of a row the end-to-end tests check.
 type sampleRow struct {
-	runID    string
-	step     int64
-	sampleID int64
+	runID        string
+	step         int64
+	sampleID     int64
+	task, prompt string
 }
 
 // readObject checks one object's schema and compression and returns its
@@ -110,6 +111,10 @@ func readObject(t *testing.T, body []byte) []sampleRow {
 					r.step = v.Int64()
 				case "sample_id":
 					r.sampleID = v.Int64()
+				case "task":
+					r.task = string(v.ByteArray())
+				case "prompt":
+					r.prompt = string(v.ByteArray())
 				}
 			}
 			out = append(out, r)

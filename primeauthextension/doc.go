@@ -3,7 +3,10 @@
 // carries a platform key the platform accepts, as
 // "Authorization: Bearer <key>", and refuses every other (OTLP/HTTP 401,
 // gRPC Unauthenticated), so that a trainer hears at once that its key is
-// missing or wrong.
+// missing or wrong. It is also a client authenticator (forward.go) for a
+// collector that forwards trainers' requests, such as the agent tier in
+// front of multi-tenant gateways: each request goes on with the key its
+// trainer sent.
 //
 // Decisions:
 //   - The platform is the authority: a key is good when the platform's
@@ -20,6 +23,13 @@
 //     exporter does not rely on it (a batched or persisted request keeps
 //     only its metadata): it asks whose the key is itself, so receivers
 //     must set include_metadata: true.
+//   - Forwarding holds no key: the key sent on is the one in the
+//     forwarded request's client metadata (the receiver's
+//     include_metadata: true; the persistent queue keeps metadata, so a
+//     replayed request goes with its own key). A request without one
+//     fails, never goes out keyless. gRPC refuses to send it on a plain
+//     connection (RequireTransportSecurity); HTTP sends it over https, or
+//     in clear text to loopback only.
 //   - No error or log line repeats what a sender presented.
 package primeauthextension
 

@@ -52,6 +52,8 @@ func TestValidateNamesTheBadKey(t *testing.T) {
 		{"a gateway without a scheme", func(c *Config) { c.Gateways = []string{"gw-0.gw:4320"} }, "gateways[0]"},
 		{"a gateway of another scheme", func(c *Config) { c.Gateways = []string{"http://ok:1", "grpc://gw:4317"} }, "gateways[1]"},
 		{"a gateway with a query", func(c *Config) { c.Gateways = []string{"http://gw:4320/?key=a"} }, "base URL"},
+		{"a gateway client with an endpoint", func(c *Config) { c.GatewayClient.Endpoint = "http://gw:4320" }, "gateway_client::endpoint"},
+		{"a gateway client without a timeout", func(c *Config) { c.GatewayClient.Timeout = 0 }, "gateway_client::timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
@@ -61,4 +63,20 @@ func TestValidateNamesTheBadKey(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+func TestTheGatewayClientIsReadFromYAMLAndKeepsItsDefaultTimeout(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	require.NoError(t, confmap.NewFromStringMap(map[string]any{
+		"gateways": "https://gw-0.gw:4320",
+		"gateway_client": map[string]any{
+			"tls":  map[string]any{"ca_file": "/etc/prime/gateway-ca.crt"},
+			"auth": map[string]any{"authenticator": "prime_auth"},
+		},
+	}).Unmarshal(cfg))
+	assert.Equal(t, "/etc/prime/gateway-ca.crt", cfg.GatewayClient.TLS.CAFile)
+	require.True(t, cfg.GatewayClient.Auth.HasValue())
+	assert.Equal(t, component.MustNewID("prime_auth"), cfg.GatewayClient.Auth.Get().AuthenticatorID)
+	assert.Equal(t, defaultGatewayTimeout, cfg.GatewayClient.Timeout)
+	assert.NoError(t, confmap.Validate(cfg))
 }

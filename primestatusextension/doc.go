@@ -11,7 +11,11 @@
 // asks each in turn; the first answer other than unknown wins. On the
 // agent tier, which has no prime exporter, gateways lists the gateways'
 // status routes: they are asked at once, each within a short timeout, and
-// the first answer other than unknown wins.
+// the first answer other than unknown wins. gateway_client is how they are
+// asked (confighttp: tls, auth, timeout); in front of multi-tenant
+// gateways its auth is prime_auth, which asks with the caller's own key
+// (the route's include_metadata: true), so that each gateway answers the
+// caller about its own runs only.
 //
 // Decisions:
 //   - The route reads; it never creates, holds or acquires a run. A run

@@ -19,7 +19,7 @@ import (
 type statusExtension struct {
 	cfg       *Config
 	telemetry component.TelemetrySettings
-	gateways  *gateways // nil without gateways
+	gateways  *gateways // set by Start; nil without gateways
 
 	mu      sync.Mutex
 	sources []*registration
@@ -33,11 +33,7 @@ type statusExtension struct {
 type registration struct{ src Source }
 
 func newStatusExtension(cfg *Config, telemetry component.TelemetrySettings) *statusExtension {
-	x := &statusExtension{cfg: cfg, telemetry: telemetry}
-	if len(cfg.Gateways) > 0 {
-		x.gateways = newGateways(cfg.Gateways, gatewayTimeout)
-	}
-	return x
+	return &statusExtension{cfg: cfg, telemetry: telemetry}
 }
 
 // RegisterRunStatusSource adds src to the sources the route asks, after
@@ -59,8 +55,16 @@ func (x *statusExtension) RegisterRunStatusSource(src Source) (unregister func()
 	}
 }
 
-// Start listens at once, so that a taken port fails the collector's start.
+// Start listens at once, so that a taken port fails the collector's
+// start. The gateways' client is built here: its auth is an extension.
 func (x *statusExtension) Start(ctx context.Context, host component.Host) error {
+	if len(x.cfg.Gateways) > 0 {
+		g, err := newGateways(ctx, x.cfg, host.GetExtensions(), x.telemetry)
+		if err != nil {
+			return err
+		}
+		x.gateways = g
+	}
 	ln, err := x.cfg.ToListener(ctx)
 	if err != nil {
 		return err
@@ -70,7 +74,11 @@ func (x *statusExtension) Start(ctx context.Context, host component.Host) error 
 		_ = ln.Close()
 		return err
 	}
-	x.telemetry.Logger.Info("Serving the run status route", zap.String("url", "http://"+ln.Addr().String()+Path), zap.Strings("gateways", x.cfg.Gateways))
+	scheme := "http://"
+	if x.cfg.TLS.HasValue() {
+		scheme = "https://"
+	}
+	x.telemetry.Logger.Info("Serving the run status route", zap.String("url", scheme+ln.Addr().String()+Path), zap.Strings("gateways", x.cfg.Gateways))
 	x.served = make(chan struct{})
 	go func() {
 		defer close(x.served)

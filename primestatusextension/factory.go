@@ -18,7 +18,9 @@ func NewFactory() extension.Factory {
 func createDefaultConfig() component.Config {
 	server := confighttp.NewDefaultServerConfig()
 	server.NetAddr.Endpoint = defaultEndpoint
-	return &Config{ServerConfig: server}
+	gateways := confighttp.NewDefaultClientConfig()
+	gateways.Timeout = defaultGatewayTimeout
+	return &Config{ServerConfig: server, GatewayClient: gateways}
 }
 
 func create(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {

@@ -9,12 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
-)
 
-// gatewayTimeout bounds the agent's question to its gateways: a trainer
-// polls, and a gateway that does not answer at once is asked again on
-// the next poll.
-const gatewayTimeout = 2 * time.Second
+	"go.opentelemetry.io/collector/component"
+)
 
 // gateways asks other collectors' status routes: the agent tier's
 // gateways, each of which knows the runs routed to it (and, sharing a
@@ -25,17 +22,26 @@ type gateways struct {
 	timeout time.Duration
 }
 
-func newGateways(urls []string, timeout time.Duration) *gateways {
-	bases := make([]string, len(urls))
-	for i, u := range urls {
+// newGateways builds the client of cfg's gateway_client, with the host's
+// extensions for its auth: with prime_auth, each question goes with the
+// key of the caller being answered, which a multi-tenant gateway's route
+// answers by.
+func newGateways(ctx context.Context, cfg *Config, extensions map[component.ID]component.Component, telemetry component.TelemetrySettings) (*gateways, error) {
+	client, err := cfg.GatewayClient.ToClient(ctx, extensions, telemetry)
+	if err != nil {
+		return nil, fmt.Errorf("gateway_client: %w", err)
+	}
+	// A status route does not redirect; following one would ask
+	// something else.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	// gateway_client::timeout bounds each question through its context
+	// (ask): one bound, one way to fail.
+	client.Timeout = 0
+	bases := make([]string, len(cfg.Gateways))
+	for i, u := range cfg.Gateways {
 		bases[i] = strings.TrimRight(u, "/")
 	}
-	return &gateways{urls: bases, timeout: timeout, client: &http.Client{
-		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute},
-		// A status route does not redirect; following one would ask
-		// something else.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	return &gateways{urls: bases, client: client, timeout: cfg.GatewayClient.Timeout}, nil
 }
 
 // ask asks every gateway at once, within the timeout. The first answer

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 )
 
 // fakeGateway is a gateway's status route: it answers with code and body,
@@ -43,6 +45,18 @@ func newFakeGateway(t *testing.T, code int, body string, delay time.Duration) *f
 	}))
 	t.Cleanup(g.Close)
 	return g
+}
+
+// withGateways is an extension whose gateways are asked as Start would
+// ask them, with extensions as the host's.
+func withGateways(t *testing.T, cfg *Config, extensions map[component.ID]component.Component) *statusExtension {
+	t.Helper()
+	x := newTestExtension(cfg)
+	g, err := newGateways(context.Background(), cfg, extensions, componenttest.NewNopTelemetrySettings())
+	require.NoError(t, err)
+	x.gateways = g
+	t.Cleanup(g.close)
+	return x
 }
 
 // deadGateway is a URL nothing listens on.
@@ -91,10 +105,9 @@ func TestTheAgentAsksItsGateways(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
 			cfg.Gateways = tc.gateways(t)
+			cfg.GatewayClient.Timeout = 300 * time.Millisecond
 			require.NoError(t, cfg.Validate())
-			x := newTestExtension(cfg)
-			x.gateways = newGateways(cfg.Gateways, 300*time.Millisecond)
-			defer x.gateways.close()
+			x := withGateways(t, cfg, nil)
 			start := time.Now()
 			code, st, body := get(t, x.handler(), Path+"?key=k")
 			assert.Less(t, time.Since(start), 2*time.Second, "the answer waited past the timeout")
@@ -110,8 +123,7 @@ func TestAGatewayIsAskedTheSameQuery(t *testing.T) {
 	g := newFakeGateway(t, 200, unknownBody, 0)
 	cfg := createDefaultConfig().(*Config)
 	cfg.Gateways = []string{g.URL}
-	x := newTestExtension(cfg)
-	defer x.gateways.close()
+	x := withGateways(t, cfg, nil)
 	get(t, x.handler(), Path+"?kind=eval&id=ev-1")
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -123,8 +135,7 @@ func TestALocalSourceIsAskedBeforeTheGateways(t *testing.T) {
 	g := newFakeGateway(t, 200, runningBody, 0)
 	cfg := createDefaultConfig().(*Config)
 	cfg.Gateways = []string{g.URL}
-	x := newTestExtension(cfg)
-	defer x.gateways.close()
+	x := withGateways(t, cfg, nil)
 	x.RegisterRunStatusSource(fakeSource{"train/k": {State: StateClosed, ID: "run-0", Status: "completed"}})
 	_, st, _ := get(t, x.handler(), Path+"?key=k")
 	assert.Equal(t, StateClosed, st.State)

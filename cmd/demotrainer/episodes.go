@@ -57,13 +57,23 @@ type chat struct {
 	branches [][]chatMessage
 }
 
+// problemStream is the random stream of the problems, apart from every
+// run's -seed.
+const problemStream = 0x70b1e3
+
 // buildChat writes the conversation of spec: a problem about a + b, solved
 // right or wrong and boxed or not as spec says, padded so that the last
 // branch's message contents add up to spec.textBytes (or to the fixed text
 // alone when that is already longer).
+//
+// The question is the problem's alone, as a dataset's is: its numbers and
+// its padding derive from the problem id, not from the run's seed or the
+// answer, so the rollouts of one problem, and runs of other seeds, ask it in
+// the same words (prime-sync compare puts their answers side by side).
 func buildChat(spec episodeSpec) chat {
+	q := rand.New(rand.NewPCG(uint64(spec.problemID), problemStream))
+	a, b := 10+q.IntN(90), 1+q.IntN(50)
 	r := rand.New(rand.NewPCG(spec.seed, uint64(spec.dispatchStep)<<24|uint64(spec.index)<<1|boolBit(spec.eval)))
-	a, b := 10+r.IntN(90), 1+r.IntN(50)
 	answer := a + b
 	given := answer
 	if !spec.correct {
@@ -101,11 +111,12 @@ func buildChat(spec episodeSpec) chat {
 	for _, m := range msgs {
 		fixed += len(m.head) + len(m.tail)
 	}
-	// The question takes a quarter of the padding, the reasoning the rest,
-	// split evenly between the assistant turns.
+	// The question takes a quarter of the text (what its fixed words leave
+	// of it), the reasoning the rest, split evenly between the assistant
+	// turns.
 	pad := max(0, spec.textBytes-fixed)
 	padding := make([]int, len(msgs))
-	padding[1] = pad / 4
+	padding[1] = min(pad, max(0, spec.textBytes/4-len(msgs[1].head)-len(msgs[1].tail)))
 	var assistants []int
 	for i, m := range msgs {
 		if m.role == "assistant" {
@@ -123,7 +134,11 @@ func buildChat(spec episodeSpec) chat {
 	words := strings.Fields(fillerVocabulary)
 	history := make([]chatMessage, len(msgs))
 	for i, m := range msgs {
-		history[i] = chatMessage{role: m.role, content: m.head + trainerlib.Filler(r, words, padding[i]) + m.tail}
+		fill := r
+		if i == 1 {
+			fill = q // the question's padding is the problem's too
+		}
+		history[i] = chatMessage{role: m.role, content: m.head + trainerlib.Filler(fill, words, padding[i]) + m.tail}
 	}
 	c := chat{prompt: history[1].content, answer: fmt.Sprint(answer)}
 	// Each assistant message ends a branch that holds everything before it.

@@ -155,3 +155,22 @@ func TestTheFinalAnswerIsRightOnlyForACorrectEpisode(t *testing.T) {
 		}
 	}
 }
+
+func TestRolloutsOfOneProblemAndRunsOfAnotherSeedAskTheSameQuestionAndAnotherProblemAnother(t *testing.T) {
+	prompt := func(s episodeSpec) string { return bodyMap(t, episodeBody(s))["prompt"].AsString() }
+	base := testSpec()
+	rollout := testSpec()
+	rollout.index, rollout.correct, rollout.turns = 2, false, 2
+	otherSeed := testSpec()
+	otherSeed.seed = 99
+	for name, s := range map[string]episodeSpec{"another rollout": rollout, "another seed": otherSeed} {
+		if prompt(s) != prompt(base) {
+			t.Errorf("%s asks %q, want the problem's own %q", name, prompt(s), prompt(base))
+		}
+	}
+	other := testSpec()
+	other.problemID++
+	if prompt(other) == prompt(base) {
+		t.Error("another problem asks the same question")
+	}
+}

@@ -3,6 +3,7 @@
 //
 //	prime-sync [flags] PATH...
 //	prime-sync report PATH...
+//	prime-sync compare PATH... [-o FILE]
 //
 // Each PATH is a run directory (one holding run.json) or a directory of
 // them (the exporter's offline directory). The API key is read from
@@ -11,7 +12,9 @@
 // left to sync (run it again), 2 on a usage or configuration error.
 //
 // prime-sync report writes each run's report page (report.html, beside the
-// run) and sends nothing.
+// run) and sends nothing. prime-sync compare writes one page that sets
+// several runs side by side (compare.html in the current directory unless
+// -o names another file, never written over) and sends nothing.
 package main
 
 import (
@@ -45,6 +48,9 @@ const (
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string, terminal bool) int {
 	if len(args) > 0 && args[0] == "report" {
 		return reportCommand(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "compare" {
+		return compareCommand(args[1:], stdout, stderr)
 	}
 	cfg, err := parseConfig(args, stderr, getenv)
 	switch {

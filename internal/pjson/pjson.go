@@ -33,7 +33,8 @@
 // carry megabytes of chat: going through AsRaw and reflection would copy
 // every string and sort every map, where this writes each byte once into a
 // builder sized up front (Size). IndexSpecial shares its eight-bytes-at-a-
-// time test of plain string text with internal/jsonscan.
+// time test of plain string text with the sample table's JSON scanner
+// (internal/sampletable/jsonscan.go).
 //
 // Finding where a string's plain text ends is most of writing a
 // trajectory, so on amd64 with AVX2 WriteString finds it 32 bytes an

@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/platform"
+	"github.com/primeintellect/primeexporter/internal/sampletable"
 )
 
 // readEvalSamples reads an offline evaluation's samples.jsonl, one v0
@@ -50,7 +50,7 @@ func readEvalSamples(dir string) (rows []Sample, bad int, err error) {
 func evalSample(line []byte) (Sample, bool) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(line, &m); err != nil {
-		fixed, changed := jsonscan.Rewrite(string(line), false, true)
+		fixed, changed := sampletable.RewriteJSON(string(line), false, true)
 		if !changed || json.Unmarshal([]byte(fixed), &m) != nil {
 			return Sample{}, false
 		}
@@ -82,14 +82,21 @@ func plain(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// readJSON reads a record file of the run directory.
+// readJSON reads a record file of the run directory. A number in a config
+// or summary stays as written (json.Number): a seed of 2^63 is shown, and
+// compared, as its digits rather than as the nearest float64.
 func readJSON(path string, v any) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: more after its JSON value", filepath.Base(path))
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
+	"github.com/primeintellect/primeexporter/internal/sampletable"
 )
 
 // Axes of a chart: a step's rows are over steps, time-keyed rows over
@@ -33,6 +33,10 @@ const (
 // maxDroppedMarks bounds the places a chart marks; the count is exact.
 const maxDroppedMarks = 1000
 
+// maxBadLinesNamed bounds the line numbers a page names of a damaged
+// metrics.jsonl; BadLines counts them all.
+const maxBadLinesNamed = 10
+
 // Series is one metric's curve, as the run holds it.
 type Series struct {
 	Name string
@@ -49,6 +53,9 @@ type Series struct {
 type metricsFile struct {
 	Series   []*Series
 	BadLines int
+	// BadLineNos are the first maxBadLinesNamed of them, 1-based, so that a
+	// page can say which lines to look at.
+	BadLineNos []int
 	// Start is the least _timestamp of any row, step rows too: the run's
 	// first row, where the System section's time starts. 0 when none has one.
 	Start float64
@@ -83,11 +90,12 @@ func readMetrics(r io.Reader) (metricsFile, error) {
 	builders := map[string]*seriesBuilder{}
 	var out metricsFile
 	br := bufio.NewReaderSize(r, 1<<20)
-	for {
+	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			if !addPost(builders, line, &out.Start) {
-				out.BadLines++
+		if len(bytes.TrimSpace(line)) > 0 && !addPost(builders, line, &out.Start) {
+			out.BadLines++
+			if len(out.BadLineNos) < maxBadLinesNamed {
+				out.BadLineNos = append(out.BadLineNos, n)
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -116,7 +124,7 @@ type post struct {
 func addPost(builders map[string]*seriesBuilder, line []byte, start *float64) bool {
 	var p post
 	if err := json.Unmarshal(line, &p); err != nil {
-		fixed, changed := jsonscan.Rewrite(string(line), false, true)
+		fixed, changed := sampletable.RewriteJSON(string(line), false, true)
 		if !changed || json.Unmarshal([]byte(fixed), &p) != nil {
 			return false
 		}

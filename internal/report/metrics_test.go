@@ -78,6 +78,9 @@ func TestALineThatIsNotAPostIsCountedAndTheRestRead(t *testing.T) {
 	if mf.BadLines != 3 || len(mf.Series) != 1 || len(mf.Series[0].X) != 1 {
 		t.Fatalf("bad lines %d, series %v", mf.BadLines, mf.Series)
 	}
+	if !slices.Equal(mf.BadLineNos, []int{2, 3, 4}) {
+		t.Fatalf("bad lines are numbered %v, want 2, 3 and 4", mf.BadLineNos)
+	}
 }
 
 func TestAMetricsGroupIsItsNamesFirstPathSegment(t *testing.T) {

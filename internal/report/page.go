@@ -23,6 +23,8 @@ var (
 	uplotCSS string
 	//go:embed assets/uPlot.LICENSE
 	uplotLicense string
+	//go:embed assets/common.js
+	commonJS string
 	//go:embed assets/report.js
 	reportJS string
 	//go:embed assets/report.css
@@ -175,13 +177,14 @@ func Render(w io.Writer, r *Report) error {
 		H                   Header
 		Summary             [][2]string
 		Data                template.JS
-		UPlot, Script       template.JS
+		UPlot, Common       template.JS
+		Script              template.JS
 		UPlotCSS, Style     template.CSS
 		License, Version    string
 		Charts, SampleSteps int
 		System              systemCount
 	}{
-		H: r.Header, Data: template.JS(raw), UPlot: template.JS(uplotJS), Script: template.JS(reportJS),
+		H: r.Header, Data: template.JS(raw), UPlot: template.JS(uplotJS), Common: template.JS(commonJS), Script: template.JS(reportJS),
 		UPlotCSS: template.CSS(uplotCSS), Style: template.CSS(reportCSS), License: uplotLicense, Version: UPlotVersion,
 		Charts: len(data.Charts) - sys.Series, SampleSteps: len(r.Steps), Summary: evalSummary(r.Eval), System: sys,
 	}); err != nil {

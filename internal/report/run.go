@@ -62,13 +62,27 @@ type Eval struct {
 // Load reads the run in dir: a training run (run.json) or an offline
 // evaluation (evaluation.json).
 func Load(dir string) (*Report, error) {
-	switch {
-	case isFile(filepath.Join(dir, platform.RunFile)):
-		return loadTrain(dir)
-	case isFile(filepath.Join(dir, platform.EvaluationFile)):
-		return loadEval(dir)
+	h, err := readHead(dir)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%s holds neither %s nor %s", dir, platform.RunFile, platform.EvaluationFile)
+	if h.Kind == KindEval {
+		ev := &Eval{Summary: flatten(h.summary)}
+		if ev.Samples, ev.BadSamples, err = readEvalSamples(dir); err != nil {
+			return nil, err
+		}
+		return &Report{Header: h.Header, Eval: ev}, nil
+	}
+	rep := &Report{Header: h.Header}
+	mf, err := readMetricsFile(filepath.Join(dir, platform.MetricsFile))
+	if err != nil {
+		return nil, err
+	}
+	rep.Series, rep.BadLines, rep.Start = mf.Series, mf.BadLines, mf.Start
+	if rep.Steps, err = readSteps(dir); err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 func isFile(path string) bool {
@@ -76,10 +90,31 @@ func isFile(path string) bool {
 	return err == nil && info.Mode().IsRegular()
 }
 
-func loadTrain(dir string) (*Report, error) {
+// runHead is what a run's record file says: its page's header, and what a
+// comparison also weighs (its name, config and creation time).
+type runHead struct {
+	Header
+	name    string         // the spec's name; "" when it has none
+	config  map[string]any // the run's config (an evaluation's metadata), numbers as written
+	summary map[string]any // an evaluation's summary
+	created time.Time
+}
+
+// readHead reads the record file of the run in dir, and nothing else.
+func readHead(dir string) (runHead, error) {
+	switch {
+	case isFile(filepath.Join(dir, platform.RunFile)):
+		return trainHead(dir)
+	case isFile(filepath.Join(dir, platform.EvaluationFile)):
+		return evalHead(dir)
+	}
+	return runHead{}, fmt.Errorf("%s holds neither %s nor %s: it is not a run directory", dir, platform.RunFile, platform.EvaluationFile)
+}
+
+func trainHead(dir string) (runHead, error) {
 	var rec platform.RunRecord
 	if err := readJSON(filepath.Join(dir, platform.RunFile), &rec); err != nil {
-		return nil, err
+		return runHead{}, err
 	}
 	h := Header{Kind: KindTrain, ID: rec.ID, Identity: rec.Identity, Status: rec.Status, Error: rec.ErrorMessage,
 		Created: stamp(rec.CreatedAt), Updated: stamp(rec.UpdatedAt), Title: rec.ID}
@@ -93,6 +128,7 @@ func loadTrain(dir string) (*Report, error) {
 		h.Fields = append(h.Fields, [2]string{"Attached", "yes: the run was created elsewhere; its spec is its launcher's"})
 	}
 	h.Fields = appendField(h.Fields, "Team", rec.TeamID)
+	out := runHead{created: rec.CreatedAt}
 	if s := rec.Spec; s != nil {
 		h.Title = cmp.Or(s.Name, rec.ID)
 		h.Model = s.BaseModel
@@ -105,31 +141,24 @@ func loadTrain(dir string) (*Report, error) {
 		h.Fields = appendField(h.Fields, "Sequence length", count(s.SeqLen))
 		h.Fields = appendField(h.Fields, "W&B", strings.Trim(strings.Join([]string{s.WandbEntity, s.WandbProject, s.WandbRunName}, "/"), "/"))
 		h.Config = indent(s.RunConfig)
+		out.name, out.config = s.Name, s.RunConfig
 	}
 	h.Synced, h.Sync = syncState(dir)
-
-	rep := &Report{Header: h}
-	mf, err := readMetricsFile(filepath.Join(dir, platform.MetricsFile))
-	if err != nil {
-		return nil, err
-	}
-	rep.Series, rep.BadLines, rep.Start = mf.Series, mf.BadLines, mf.Start
-	if rep.Steps, err = readSteps(dir); err != nil {
-		return nil, err
-	}
-	return rep, nil
+	out.Header = h
+	return out, nil
 }
 
-func loadEval(dir string) (*Report, error) {
+func evalHead(dir string) (runHead, error) {
 	var rec platform.EvaluationRecord
 	if err := readJSON(filepath.Join(dir, platform.EvaluationFile), &rec); err != nil {
-		return nil, err
+		return runHead{}, err
 	}
 	h := Header{Kind: KindEval, ID: rec.ID, Identity: rec.Identity, Status: rec.Status, Error: rec.ErrorMessage,
 		Created: stamp(rec.CreatedAt), Updated: stamp(rec.UpdatedAt), Title: rec.ID,
 		// prime-sync does not upload evaluations yet (prime-sync.md).
 		Sync: "Not synced: prime-sync does not upload evaluations yet."}
 	h.Fields = appendField(h.Fields, "Team", rec.TeamID)
+	out := runHead{created: rec.CreatedAt, summary: rec.Summary, config: rec.Metadata}
 	if s := rec.Spec; s != nil {
 		h.Title = cmp.Or(s.Name, rec.ID)
 		h.Model = s.ModelName
@@ -140,17 +169,14 @@ func loadEval(dir string) (*Report, error) {
 		h.Fields = appendField(h.Fields, "Framework", s.Framework)
 		h.Fields = appendField(h.Fields, "Tags", strings.Join(s.Tags, ", "))
 		h.Fields = appendField(h.Fields, "Description", s.Description)
-		h.Config = indent(s.Metadata)
+		out.name = s.Name
+		if len(s.Metadata) > 0 {
+			out.config = s.Metadata
+		}
 	}
-	if h.Config == "" {
-		h.Config = indent(rec.Metadata)
-	}
-	ev := &Eval{Summary: flatten("", rec.Summary, nil)}
-	var err error
-	if ev.Samples, ev.BadSamples, err = readEvalSamples(dir); err != nil {
-		return nil, err
-	}
-	return &Report{Header: h, Eval: ev}, nil
+	h.Config = indent(out.config)
+	out.Header = h
+	return out, nil
 }
 
 // syncState says whether prime-sync put the run on the platform, from its
@@ -220,16 +246,14 @@ func indent(v map[string]any) string {
 }
 
 // flatten turns a summary into label and value rows, nested maps as
-// dotted keys (avg_metrics.<k>), in key order.
-func flatten(prefix string, m map[string]any, out [][2]string) [][2]string {
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		v := m[k]
-		if sub, ok := v.(map[string]any); ok {
-			out = flatten(prefix+k+".", sub, out)
-			continue
-		}
-		raw, _ := json.Marshal(v)
-		out = append(out, [2]string{prefix + k, plain(raw)})
+// dotted keys (avg_metrics.<k>), in key order, as a comparison flattens a
+// config (flattenConfig); text shows without its quotes.
+func flatten(m map[string]any) [][2]string {
+	flat := map[string]string{}
+	flattenConfig("", m, flat)
+	out := make([][2]string, 0, len(flat))
+	for _, k := range slices.Sorted(maps.Keys(flat)) {
+		out = append(out, [2]string{k, plain(json.RawMessage(flat[k]))})
 	}
 	return out
 }

@@ -34,7 +34,7 @@ type Sample struct {
 	Task       string   `json:"task,omitempty"`
 	Reward     *float64 `json:"reward"`
 	Advantage  *float64 `json:"advantage"`
-	Prompt     string   `json:"prompt"`
+	Prompt     string   `json:"prompt,omitempty"`
 	Completion string   `json:"completion"`
 }
 

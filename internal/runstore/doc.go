@@ -81,6 +81,11 @@
 //     <p>:delivered:<k> (a plain set), are still read until they expire.
 //   - <p>:ending, a set without expiry: runs whose close-out is not done,
 //     which a starting collector reloads; a close-out removes its run.
+//   - On a multi-tenant gateway, each tenant's registry is a store Scoped
+//     to <p>:tenant:<digest of the user id> (redis_scoped.go), with every
+//     key above under it, and <p>:tenants, a hash without expiry, is the
+//     tenant index (user id → the key it last sent with; Fields and
+//     SetField).
 //
 // The same Redis (NewRedisClient) holds a multi-tenant gateway's ingest
 // limits, which internal/tenants keeps: <p>:limit:<unit>:<digest of the

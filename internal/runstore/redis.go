@@ -53,9 +53,13 @@ type RedisOptions struct {
 // scripts) are the whole of the fleet's coordination. Its keys are in the
 // package doc.
 type RedisStore struct {
-	c       *redis.Client
-	opts    RedisOptions
-	down    atomic.Bool
+	c    *redis.Client
+	opts RedisOptions
+	// down is shared by the stores Scoped makes on one connection: Redis
+	// is down for all of them at once, and Health hears it once.
+	down *atomic.Bool
+	// scoped stores leave the connection to the store they came from.
+	scoped  bool
 	hold    *redis.Script
 	holds   *redis.Script
 	save    *redis.Script
@@ -161,7 +165,7 @@ func NewRedisStore(opts RedisOptions) *RedisStore {
 		opts.Logger = zap.NewNop()
 	}
 	return &RedisStore{
-		c: c, opts: opts,
+		c: c, opts: opts, down: new(atomic.Bool),
 		hold: redis.NewScript(holdScript), holds: redis.NewScript(holdsScript),
 		save: redis.NewScript(saveScript), unlock: redis.NewScript(unlockScript), replace: redis.NewScript(replaceFieldScript),
 		markStep: redis.NewScript(markStepScript),
@@ -201,12 +205,7 @@ func (s *RedisStore) key(kind, runKey string) string {
 }
 
 // endingKey is the index of runs whose close-out is not done.
-func (s *RedisStore) endingKey() string {
-	if s.opts.Prefix == "" {
-		return "ending"
-	}
-	return s.opts.Prefix + ":ending"
-}
+func (s *RedisStore) endingKey() string { return s.plain("ending") }
 
 // seen passes err on, named, and tells Health when Redis went away or
 // came back. A caller's own cancellation says nothing about Redis, nor
@@ -386,4 +385,11 @@ func (s *RedisStore) next(ctx context.Context, runKey, counter string) (int64, e
 	return incr.Val(), err
 }
 
-func (s *RedisStore) Close(context.Context) error { return s.c.Close() }
+// Close closes the connection, unless s is Scoped: its connection is the
+// one it came from's.
+func (s *RedisStore) Close(context.Context) error {
+	if s.scoped {
+		return nil
+	}
+	return s.c.Close()
+}

@@ -17,26 +17,25 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/klauspost/compress/s2"
-
-	"github.com/primeintellect/primeexporter/internal/flatparquet"
 )
 
-// The comparison behind flatparquet (its package doc has the figures):
-// the same object written with arrow-go's parquet/file writer, set up as
-// closely as its options allow: PLAIN, no dictionary, data pages v1 cut
-// at flatparquet.PageSize, one row group, Snappy at standard speed, the
-// Arrow schema stored, min/max of at most flatparquet.MaxStatBytes, and
-// no statistics on free text (arrow-go has no null-count-only setting).
+// The comparison behind the Parquet writer (parquet_writer.go; the package
+// doc's "The Parquet writer" has the figures): the same object written
+// with arrow-go's parquet/file writer, set up as closely as its options
+// allow: PLAIN, no dictionary, data pages v1 cut at PageSize, one row
+// group, Snappy at standard speed, the Arrow schema stored, min/max of at
+// most maxStatBytes, and no statistics on free text (arrow-go has no
+// null-count-only setting).
 
 // BenchmarkFromRecordAndEncodeArrowGo is BenchmarkFromRecordAndEncode with
-// arrow-go's writer in place of flatparquet's.
+// arrow-go's writer in place of the table's own (parquetWriter).
 func BenchmarkFromRecordAndEncodeArrowGo(b *testing.B) {
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(false),
 		parquet.WithDataPageVersion(parquet.DataPageV1),
-		parquet.WithDataPageSize(flatparquet.PageSize),
-		parquet.WithMaxStatsSize(flatparquet.MaxStatBytes),
+		parquet.WithDataPageSize(PageSize),
+		parquet.WithMaxStatsSize(maxStatBytes),
 	}
 	for _, c := range freeText {
 		opts = append(opts, parquet.WithStatsFor(c, false))
@@ -55,7 +54,7 @@ func BenchmarkFromRecordAndEncodeArrowGo(b *testing.B) {
 	})
 }
 
-// arrowGoWriter writes a flatparquet.Table with arrow-go: per column, the
+// arrowGoWriter writes a parquetTable with arrow-go: per column, the
 // cells gathered, then one WriteBatch per page of rows.
 type arrowGoWriter struct {
 	props       *parquet.WriterProperties
@@ -69,7 +68,7 @@ type arrowGoWriter struct {
 
 type noClose struct{ io.Writer }
 
-func (aw *arrowGoWriter) write(w io.Writer, t flatparquet.Table) error {
+func (aw *arrowGoWriter) write(w io.Writer, t parquetTable) error {
 	meta := metadata.NewKeyValueMetadata()
 	_ = meta.Append("ARROW:schema", aw.arrowSchema)
 	pw, err := file.NewParquetWriterWithError(noClose{w}, aw.root, file.WithWriterProps(aw.props), file.WithWriteMetadata(meta))
@@ -109,7 +108,7 @@ func (aw *arrowGoWriter) write(w io.Writer, t flatparquet.Table) error {
 		// row: arrow-go checks the page size only after a batch.
 		for start, v := 0, 0; start < n; {
 			end, size, v0 := start, 0, v
-			for ; end < n && size < flatparquet.PageSize; end++ {
+			for ; end < n && size < PageSize; end++ {
 				switch {
 				case aw.def[end] == 0:
 					continue

@@ -11,7 +11,6 @@ import (
 	"github.com/klauspost/compress/s2"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/flatparquet"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 )
 
@@ -248,13 +247,13 @@ func BenchmarkSnappyFloor(b *testing.B) {
 			bodies, attrs, textBytes := benchRecords(s, false)
 			eps := mapAll(b, nil, bodies, attrs, nil)
 			text := AppendCellText(nil, "run-1", 10, eps)
-			dst := make([]byte, s2.MaxEncodedLen(flatparquet.PageSize))
+			dst := make([]byte, s2.MaxEncodedLen(PageSize))
 			b.SetBytes(int64(textBytes))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				for at := 0; at < len(text); at += flatparquet.PageSize {
-					s2.EncodeSnappy(dst, text[at:min(len(text), at+flatparquet.PageSize)])
+				for at := 0; at < len(text); at += PageSize {
+					s2.EncodeSnappy(dst, text[at:min(len(text), at+PageSize)])
 				}
 			}
 			b.ReportMetric(float64(s.rows*b.N)/b.Elapsed().Seconds(), "episodes/s")

@@ -3,7 +3,6 @@ package sampletable
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 )
 
@@ -11,7 +10,7 @@ import (
 // pdata for a map body, spans of the compact JSON text for a string body,
 // so one projection serves both and text is never decoded into values.
 // Text was checked once, when the body was read, and is not checked again:
-// a walk skips a value by its brackets and quotes (jsonscan.Skip). At 200
+// a walk skips a value by its brackets and quotes (skipValue). At 200
 // KB that took the walks of a document's traces and nodes, which read its
 // token arrays number by number at each level, from two fifths of mapping
 // it to a fifth (BenchmarkVerifiersMap, native and tokens).
@@ -53,8 +52,8 @@ func (f value) forMembers(fn func(key string, v value) error) (isMap bool, err e
 		return false, nil
 	}
 	// The text was checked when the body was read: the walk checks
-	// nothing again (jsonscan.Members) and cannot fail but through fn.
-	_, err = jsonscan.Members(f.raw, 0, func(k, v string) error { return fn(jsonscan.Unquote(k), value{raw: v}) })
+	// nothing again (walkMembers) and cannot fail but through fn.
+	_, err = walkMembers(f.raw, 0, func(k, v string) error { return fn(unquote(k), value{raw: v}) })
 	return true, err
 }
 
@@ -85,12 +84,12 @@ func (f value) forMapElements(member func(key string, v value) error, done func(
 	if f.raw[0] != '[' {
 		return false, nil
 	}
-	err = jsonscan.EachElement(f.raw, func(i, start int) (int, error) {
+	err = eachElement(f.raw, func(i, start int) (int, error) {
 		if f.raw[start] != '{' {
-			end := jsonscan.Skip(f.raw, start)
+			end := skipValue(f.raw, start)
 			return end, notMap(i, value{raw: f.raw[start:end]})
 		}
-		end, err := jsonscan.Members(f.raw, start, func(k, v string) error { return member(jsonscan.Unquote(k), value{raw: v}) })
+		end, err := walkMembers(f.raw, start, func(k, v string) error { return member(unquote(k), value{raw: v}) })
 		if err != nil {
 			return end, err
 		}

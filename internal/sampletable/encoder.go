@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-
-	"github.com/primeintellect/primeexporter/internal/flatparquet"
 )
 
 // Limits of the sample_id scheme (rft-api.md "sample_id ranges"): ids are
@@ -24,15 +22,15 @@ const maxObjectBytes = math.MaxInt32
 // Encoder writes sample table objects. It keeps its buffers between
 // objects; it is not safe for concurrent use.
 type Encoder struct {
-	fw *flatparquet.Writer
+	fw *parquetWriter
 }
 
 // NewEncoder returns an Encoder of the table's schema.
 func NewEncoder() *Encoder {
-	fw, err := flatparquet.NewWriter(Schema(), freeText...)
+	fw, err := newParquetWriter(Schema(), freeText...)
 	if err != nil {
-		// Unreachable: Schema holds only column types flatparquet writes,
-		// which every encoder test would show first.
+		// Unreachable: Schema holds only column types newParquetWriter
+		// takes, which every encoder test would show first.
 		panic(err)
 	}
 	return &Encoder{fw: fw}
@@ -82,7 +80,7 @@ func (e *Encoder) encode(w io.Writer, t *episodeCells) error {
 		return fmt.Errorf("sampletable: the %d episodes of step %d hold %d bytes, more than one object takes; split them", n, t.step, total)
 	}
 
-	if err := e.fw.Write(w, t); err != nil {
+	if err := e.fw.write(w, t); err != nil {
 		return fmt.Errorf("sampletable: writing step %d: %w", t.step, err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/internal/reject"
@@ -32,13 +31,13 @@ func ReadEvalBody(v pcommon.Value) (EvalBody, error) {
 		b = body{v: v, m: v.Map(), hasMap: true}
 	case pcommon.ValueTypeStr:
 		s := v.Str()
-		if jsonscan.FirstNonSpace(s) != '{' {
+		if firstNonSpace(s) != '{' {
 			return EvalBody{}, rejection(reject.BadBody, bodyField, "an evaluation's episode body must be a map or a string holding a JSON object, got text that is not one")
 		}
 		s = validText(s)
 		var err error
 		if b, err = objectBody(s, nil); err != nil {
-			py, changed := jsonscan.Rewrite(s, false, true)
+			py, changed := RewriteJSON(s, false, true)
 			if !changed {
 				return EvalBody{}, rejection(reject.BadBody, bodyField, "body looks like a JSON object but does not parse: %v", err)
 			}
@@ -59,7 +58,7 @@ func ReadEvalBody(v pcommon.Value) (EvalBody, error) {
 	if b.compact {
 		return EvalBody{object: b.text}, nil
 	}
-	text, _ := jsonscan.Rewrite(b.text, true, false)
+	text, _ := RewriteJSON(b.text, true, false)
 	return EvalBody{object: text}, nil
 }
 
@@ -75,8 +74,8 @@ func (b EvalBody) Object() string { return b.object }
 // false. It calls nothing for text that is not one JSON object.
 func EachMember(object string, fn func(key, value string) bool) {
 	stop := errors.New("stop")
-	_, _ = jsonscan.EachMember(object, func(k, v string) error {
-		if !fn(jsonscan.Unquote(k), v) {
+	_, _ = scanMembers(object, func(k, v string) error {
+		if !fn(unquote(k), v) {
 			return stop
 		}
 		return nil

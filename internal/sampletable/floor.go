@@ -5,7 +5,7 @@ package sampletable
 // out (each column's cells in row order): the bytes a writer of the table
 // must compress, whatever it does besides. The Snappy floor
 // (BenchmarkSnappyFloor, and scripts/bench.sh at its loads' episodes)
-// compresses exactly this in pages of flatparquet.PageSize. The order
+// compresses exactly this in pages of PageSize. The order
 // matters to Snappy: a row's columns repeat each other (the completion is
 // the trajectory's last branch, whose messages repeat the prompt), so
 // text in row order compresses about twice as fast as the same text in

@@ -6,7 +6,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/reject"
 )
@@ -89,7 +88,7 @@ func readDocument(b body) document {
 		return d
 	}
 	if !b.compact {
-		d.text, _ = jsonscan.Rewrite(b.text, true, false)
+		d.text, _ = RewriteJSON(b.text, true, false)
 		_, _ = value{raw: d.text}.forMembers(member)
 		return d
 	}

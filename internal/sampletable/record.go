@@ -6,7 +6,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/internal/reject"
 )
@@ -325,13 +324,13 @@ func jsonText(a *Arena, f field) string {
 		// A span of the body's JSON text is JSON already; a JSON string
 		// literal is unwrapped only when it holds an object or array.
 		if f.raw[0] == '"' {
-			if s := jsonscan.Unquote(f.raw); jsonscan.HoldsContainer(s) {
+			if s := unquote(f.raw); holdsContainer(s) {
 				return validText(s)
 			}
 		}
 		return f.raw
 	}
-	if s, ok := pvalue.String(f.v); ok && jsonscan.HoldsContainer(s) {
+	if s, ok := pvalue.String(f.v); ok && holdsContainer(s) {
 		return validText(s)
 	}
 	return a.encode(f.v)

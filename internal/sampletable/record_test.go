@@ -434,8 +434,8 @@ func TestTokenCountsAndCompletionComeFromTheLastBranchWhenAbsent(t *testing.T) {
 // as the trajectory holds them, the same bytes in the same memory, whether
 // the trajectory came as a list, as JSON text in a body string, or as a
 // JSON string attribute: the Parquet writer then derives the completion's
-// compression from the trajectory's (flatparquet) instead of compressing
-// the chat twice.
+// compression from the trajectory's (parquet_shared.go) instead of
+// compressing the chat twice.
 func TestTheCompletionSharesTheTrajectorysBytesInEveryBodyForm(t *testing.T) {
 	const traj = `[{"messages":[{"role":"user","content":"first"}]},{"messages":[{"role":"user","content":"last"}], "num_input_tokens":3}]`
 	for _, c := range []struct {

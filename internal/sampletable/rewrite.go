@@ -50,7 +50,7 @@ func RewriteRunID(src []byte, runID string) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(src) + int(tbl.NumRows())*len(runID))
 	// The encoder's writer, so the object is the one it writes online.
-	if err := NewEncoder().fw.Write(&buf, &arrayCells{cols: cols, runID: runID}); err != nil {
+	if err := NewEncoder().fw.write(&buf, &arrayCells{cols: cols, runID: runID}); err != nil {
 		return nil, fmt.Errorf("sampletable: writing the object: %w", err)
 	}
 	return buf.Bytes(), nil

@@ -12,8 +12,8 @@ import (
 	"github.com/primeintellect/primeexporter/internal/pjson"
 )
 
-// This file is the evidence for the in-place JSON scanner (internal/jsonscan): it
-// reads a body given as JSON text both with the scanner and with the
+// This file is the evidence for the in-place JSON scanner (jsonscan.go):
+// it reads a body given as JSON text both with the scanner and with the
 // straightforward encoding/json reading that would replace it, checks that
 // the two agree, and times them.
 

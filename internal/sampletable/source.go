@@ -6,7 +6,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/internal/reject"
 )
@@ -57,7 +56,7 @@ func (f field) name() string {
 
 func (f value) typeName() string {
 	if f.raw != "" {
-		return jsonscan.Kind(f.raw)
+		return jsonKind(f.raw)
 	}
 	return pvalue.TypeName(f.v)
 }
@@ -68,7 +67,7 @@ func (f value) str() (string, bool) {
 		if f.raw[0] != '"' {
 			return "", false
 		}
-		return jsonscan.Unquote(f.raw), true
+		return unquote(f.raw), true
 	}
 	return pvalue.String(f.v)
 }
@@ -161,7 +160,7 @@ func readBody(v pcommon.Value, room []member) body {
 		return body{v: v, m: v.Map(), hasMap: true}
 	case pcommon.ValueTypeStr:
 		s := v.Str()
-		if jsonscan.FirstNonSpace(s) != '{' {
+		if firstNonSpace(s) != '{' {
 			break
 		}
 		// Invalid UTF-8 can only sit inside JSON strings; replacing it once
@@ -174,7 +173,7 @@ func readBody(v pcommon.Value, room []member) body {
 		// Python's json.dumps writes NaN and ±Inf as NaN and Infinity,
 		// which are not JSON. A native document is taken with them as null,
 		// as the SDK would store them; a column-keyed body keeps its rules.
-		if py, changed := jsonscan.Rewrite(s, false, true); changed {
+		if py, changed := RewriteJSON(s, false, true); changed {
 			if pb, err := objectBody(py, room[:0]); err == nil && pb.isDocument() {
 				return pb
 			}
@@ -194,8 +193,8 @@ func objectBody(s string, room []member) (body, error) {
 	}
 	b := body{text: s, members: room[:0]}
 	var err error
-	b.compact, err = jsonscan.EachMember(s, func(k, v string) error {
-		b.members = append(b.members, member{jsonscan.Unquote(k), v})
+	b.compact, err = scanMembers(s, func(k, v string) error {
+		b.members = append(b.members, member{unquote(k), v})
 		return nil
 	})
 	return b, err

@@ -6,7 +6,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 	"github.com/primeintellect/primeexporter/internal/pvalue"
 	"github.com/primeintellect/primeexporter/internal/reject"
@@ -90,7 +89,7 @@ func buildTrajectory(a *Arena, f field, advantage *float64) (trajectory, error) 
 	case f.raw == "" && f.v.Type() == pcommon.ValueTypeSlice:
 		return listTrajectory(a, f, f.v.Slice(), adv)
 	}
-	if s, ok := f.str(); ok && jsonscan.FirstNonSpace(s) == '[' {
+	if s, ok := f.str(); ok && firstNonSpace(s) == '[' {
 		return textTrajectory(a, f, validText(s), adv, false)
 	}
 	return trajectory{}, rejection(reject.BadValue, f.key(), "%s must be a list of maps (or a string holding a JSON array of objects), got %s", f.name(), f.describe())
@@ -190,7 +189,7 @@ type span struct {
 // textTrajectory rewrites a trajectory given as JSON text. checked says
 // the text was accepted already, as the span of a body that was scanned
 // whole: its branches are then walked by their brackets and quotes alone
-// (jsonscan.Members, Skip), not checked a second time. That second check
+// (walkMembers, skipValue), not checked a second time. That second check
 // read every number again, one digit at a time: with token ids and
 // logprobs in the branches, it was as much as the body's own check.
 func textTrajectory(a *Arena, f field, text, adv string, checked bool) (trajectory, error) {
@@ -202,19 +201,19 @@ func textTrajectory(a *Arena, f field, text, adv string, checked bool) (trajecto
 	sb := pjson.NewBuffer(a.take(len(text) + len(text)/32 + 4*(len(branchAdvantage)+len(adv)+4)))
 	sb.WriteByte('[')
 	var messages span // the last branch's "messages", when a list or map
-	err := jsonscan.EachElement(text, func(i, start int) (int, error) {
+	err := eachElement(text, func(i, start int) (int, error) {
 		if text[start] != '{' {
 			var end int
 			ok := true
 			if checked {
-				end = jsonscan.Skip(text, start)
+				end = skipValue(text, start)
 			} else {
-				end, ok = jsonscan.Value(text, start, 1)
+				end, ok = scanValue(text, start, 1)
 			}
 			if !ok {
-				return end, &jsonscan.SyntaxError{Offset: end}
+				return end, &syntaxError{Offset: end}
 			}
-			return end, notABranch(f, i, jsonscan.Kind(text[start:end]))
+			return end, notABranch(f, i, jsonKind(text[start:end]))
 		}
 		if i > 0 {
 			sb.WriteByte(',')
@@ -225,7 +224,7 @@ func textTrajectory(a *Arena, f field, text, adv string, checked bool) (trajecto
 		sb.WriteByte('{')
 		n, seen := 0, false
 		member := func(k, v string) error {
-			key := jsonscan.Unquote(k)
+			key := unquote(k)
 			if key == branchAdvantage {
 				if seen {
 					return nil
@@ -255,9 +254,9 @@ func textTrajectory(a *Arena, f field, text, adv string, checked bool) (trajecto
 		var end int
 		var err error
 		if checked {
-			end, err = jsonscan.Members(text, start, member)
+			end, err = walkMembers(text, start, member)
 		} else {
-			end, err = jsonscan.Object(text, start, 1, member)
+			end, err = scanObject(text, start, 1, member)
 		}
 		if err != nil {
 			return end, err
@@ -265,7 +264,7 @@ func textTrajectory(a *Arena, f field, text, adv string, checked bool) (trajecto
 		endBranch(&sb, n, seen, adv)
 		return end, nil
 	})
-	if _, ok := errors.AsType[*jsonscan.SyntaxError](err); ok {
+	if _, ok := errors.AsType[*syntaxError](err); ok {
 		return trajectory{}, rejection(reject.BadValue, f.key(), "%s holds invalid JSON: %v", f.name(), err)
 	}
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/primeintellect/primeexporter/internal/jsonscan"
 	"github.com/primeintellect/primeexporter/internal/pjson"
 )
 
@@ -145,8 +144,8 @@ func lastElement(o optValue) optValue {
 		}
 	case o.raw != "" && o.raw[0] == '[':
 		var last optValue
-		_ = jsonscan.EachElement(o.raw, func(_, start int) (int, error) {
-			end, _ := jsonscan.Value(o.raw, start, 1)
+		_ = eachElement(o.raw, func(_, start int) (int, error) {
+			end, _ := scanValue(o.raw, start, 1)
 			last = opt(value{raw: o.raw[start:end]})
 			return end, nil
 		})

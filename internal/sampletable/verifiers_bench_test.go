@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/s2"
-
-	"github.com/primeintellect/primeexporter/internal/flatparquet"
 )
 
 // The hot path on verifiers-shaped episodes (shapes_test.go), as the
@@ -82,14 +80,14 @@ func BenchmarkVerifiersSnappyFloor(b *testing.B) {
 			bodies, attrs, textBytes := s.records(b)
 			eps := mapAll(b, nil, bodies, attrs, nil)
 			text := AppendCellText(nil, "run-1", 20, eps)
-			dst := make([]byte, s2.MaxEncodedLen(flatparquet.PageSize))
+			dst := make([]byte, s2.MaxEncodedLen(PageSize))
 			b.SetBytes(int64(textBytes))
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := processCPU(b)
 			for b.Loop() {
-				for at := 0; at < len(text); at += flatparquet.PageSize {
-					s2.EncodeSnappy(dst, text[at:min(len(text), at+flatparquet.PageSize)])
+				for at := 0; at < len(text); at += PageSize {
+					s2.EncodeSnappy(dst, text[at:min(len(text), at+PageSize)])
 				}
 			}
 			reportPerEpisode(b, s.rows, cpu0)

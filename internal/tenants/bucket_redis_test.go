@@ -23,9 +23,9 @@ import (
 	"github.com/primeintellect/primeexporter/internal/testkit/redistest"
 )
 
-// onRedis is a gateway's buckets on srv, its fallback timed by now (nil:
+// bucketsOn is a gateway's buckets on srv, its fallback timed by now (nil:
 // the wall clock), with its log lines.
-func onRedis(t *testing.T, srv *redistest.Server, now func() time.Time) (*redisBuckets, *observer.ObservedLogs) {
+func bucketsOn(t *testing.T, srv *redistest.Server, now func() time.Time) (*redisBuckets, *observer.ObservedLogs) {
 	t.Helper()
 	if now == nil {
 		now = time.Now
@@ -38,8 +38,8 @@ func onRedis(t *testing.T, srv *redistest.Server, now func() time.Time) (*redisB
 
 func TestGatewaysOnOneRedisShareEachTenantsBucketUnderADigestOfItsUserID(t *testing.T) {
 	srv := redistest.New(t)
-	a, _ := onRedis(t, srv, nil)
-	b, _ := onRedis(t, srv, nil)
+	a, _ := bucketsOn(t, srv, nil)
+	b, _ := bucketsOn(t, srv, nil)
 	ctx := context.Background()
 	slow := Limit{RecordsPerSecond: 1, BurstSeconds: 10} // 10 records, then one a second
 	require.False(t, a.take(ctx, "alice", slow, records(10)).refused, "gateway a empties alice's bucket")
@@ -63,7 +63,7 @@ func TestGatewaysOnOneRedisShareEachTenantsBucketUnderADigestOfItsUserID(t *test
 
 func TestTheRedisBucketKeepsTheBucketRule(t *testing.T) {
 	srv := redistest.New(t)
-	rb, _ := onRedis(t, srv, nil)
+	rb, _ := bucketsOn(t, srv, nil)
 	ctx := context.Background()
 	both := Limit{BytesPerSecond: 1000, RecordsPerSecond: 1000, BurstSeconds: 1}
 	require.False(t, rb.take(ctx, "alice", both, cost{unitBytes: 5000, unitRecords: 1}).refused, "a request over the burst passes on a full bucket")
@@ -76,7 +76,7 @@ func TestTheRedisBucketKeepsTheBucketRule(t *testing.T) {
 func TestWhileRedisDoesNotAnswerEachGatewayKeepsItsTenantsLimitAloneAndSaysSoOnce(t *testing.T) {
 	srv := redistest.New(t)
 	c := newClock()
-	rb, logs := onRedis(t, srv, c.Now)
+	rb, logs := bucketsOn(t, srv, c.Now)
 	ctx := context.Background()
 	srv.Stop()
 	require.False(t, rb.take(ctx, "alice", tenRecords, records(20)).refused, "admitted: availability before precision")
@@ -142,7 +142,7 @@ func TestOneRunOfATenantGetsItsWholeLimitOnASharedBucketAndAThirdOfItOnASplitOne
 				if kind == "split" {
 					gws[i], l = newLocalBuckets(time.Now), split
 				} else {
-					gws[i], _ = onRedis(t, srv, nil)
+					gws[i], _ = bucketsOn(t, srv, nil)
 				}
 			}
 			name := fmt.Sprintf("%s, %d run(s)", kind, runs)

@@ -82,9 +82,8 @@ func (l Limit) problems(prefix string) []error {
 type Rest struct {
 	// Mode is the mode key's value; a gateway needs online.
 	Mode string
-	// APIKey and SharedRegistry say whether api_key and shared_registry
-	// are set.
-	APIKey, SharedRegistry bool
+	// APIKey says whether api_key is set.
+	APIKey bool
 }
 
 // Validate names each rule a gateway's config breaks, by its key. It is
@@ -101,9 +100,6 @@ func (c *Config) Validate(rest Rest) error {
 	}
 	if rest.APIKey {
 		errs = append(errs, errors.New("api_key must be empty with tenants::enabled: each run's requests carry its sender's key, and a multi-tenant gateway holds none of its own"))
-	}
-	if rest.SharedRegistry {
-		errs = append(errs, errors.New("shared_registry is not supported with tenants::enabled: a multi-tenant gateway keeps its tenants' registries in storage (a file_storage extension)"))
 	}
 	if c.MaxOpenRuns <= 0 {
 		errs = append(errs, fmt.Errorf("tenants::max_open_runs must be positive, got %d", c.MaxOpenRuns))

@@ -13,13 +13,13 @@ import (
 
 func TestEveryRuleAGatewayBreaksIsNamedByItsKey(t *testing.T) {
 	broken := Config{Enabled: true, Limits: LimitsConfig{Limit: Limit{BytesPerSecond: -1, RecordsPerSecond: math.NaN()}}}
-	err := broken.Validate(Rest{Mode: "offline", APIKey: true, SharedRegistry: true})
-	for _, key := range []string{"mode: online (got offline)", "api_key", "shared_registry", "tenants::max_open_runs", "tenants::max_tenants", "tenants::key_ttl", "tenants::named_in_metrics",
+	err := broken.Validate(Rest{Mode: "offline", APIKey: true})
+	for _, key := range []string{"mode: online (got offline)", "api_key", "tenants::max_open_runs", "tenants::max_tenants", "tenants::key_ttl", "tenants::named_in_metrics",
 		"tenants::limits::bytes_per_second", "tenants::limits::records_per_second", "tenants::limits::burst_seconds", "tenants::limits::reload_interval"} {
 		assert.ErrorContains(t, err, key)
 	}
 	broken.Enabled = false
-	assert.NoError(t, broken.Validate(Rest{Mode: "offline", APIKey: true, SharedRegistry: true}), "a single-key exporter has no gateway rules")
+	assert.NoError(t, broken.Validate(Rest{Mode: "offline", APIKey: true}), "a single-key exporter has no gateway rules")
 	ok := Config{Enabled: true, MaxOpenRuns: 1, MaxTenants: 1, KeyTTL: time.Second, NamedInMetrics: 1, Limits: unlimited}
 	assert.NoError(t, ok.Validate(Rest{Mode: "online"}), "a rate of 0 is no limit")
 }

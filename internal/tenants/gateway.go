@@ -35,9 +35,14 @@ type Settings[B any] struct {
 	// its own: its client, store, logger, warnings and run limit.
 	Runs runs.Config
 	Deps runs.Deps
+	// Redis is the shared registry (shared_registry) that a fleet of
+	// gateways keeps each tenant's registry, the tenant index and each
+	// tenant's ingest limit in; nil for none. Its Logger and Health are
+	// the gateway's.
+	Redis *runstore.RedisOptions
 	// Storage keeps each tenant's registry and the tenant index, as the
-	// exporter ID's clients; nil without storage. StorageName names it in
-	// log lines.
+	// exporter ID's clients, when Redis does not; nil without storage.
+	// StorageName names it in log lines.
 	Storage     storage.Extension
 	StorageName string
 	ID          component.ID
@@ -58,10 +63,6 @@ type Settings[B any] struct {
 	// that authenticate senders (prime_auth's RevokeKey); nil when none
 	// can be told.
 	Revoke func(key string)
-	// Redis is the shared registry's Redis (shared_registry); nil for
-	// none. The gateways that share it share each tenant's ingest limit
-	// on it.
-	Redis *runstore.RedisOptions
 	// Throttled counts the records of a request refused for being over
 	// its tenant's ingest limit, under the tenant's label; nil counts
 	// nothing.
@@ -73,9 +74,12 @@ type Gateway[B any] struct {
 	set      Settings[B]
 	logger   *zap.Logger
 	verifier *tenant.Verifier
-	// index is the storage client of the tenant index; nil without
-	// storage.
-	index storage.Client
+	// index is where the tenant index is kept; nil without storage or
+	// Redis.
+	index index
+	// redis is the shared registry's connection, which every tenant's
+	// store shares; nil without one.
+	redis *runstore.RedisStore
 
 	// limits are the tenants' ingest limits (limits.go).
 	limits *limits
@@ -87,6 +91,7 @@ type Gateway[B any] struct {
 // backend is one tenant's backend, its registry, and the client and key
 // it speaks with.
 type backend[B any] struct {
+	user   string
 	b      B
 	reg    *runs.Registry
 	online *platform.Online
@@ -105,17 +110,15 @@ func Start[B any](ctx context.Context, set Settings[B]) (*Gateway[B], error) {
 	if g.limits, err = startLimits(set.Config, set.Redis, set.Throttled, g.logger); err != nil {
 		return nil, err
 	}
-	if set.Storage != nil {
-		if g.index, err = set.Storage.GetClient(ctx, component.KindExporter, set.ID, indexKey); err != nil {
-			_ = g.limits.shutdown()
-			return nil, fmt.Errorf("storage: the tenant index: %w", err)
-		}
-		if err := g.restore(ctx); err != nil {
-			_ = g.limits.shutdown()
-			return nil, err
-		}
-	} else {
+	if g.index, err = g.openIndex(ctx); err != nil {
+		_ = g.limits.shutdown()
+		return nil, err
+	}
+	if g.index == nil {
 		g.logger.Info("No storage configured: a restart forgets the tenants' runs")
+	} else if err := g.restore(ctx); err != nil {
+		_ = g.limits.shutdown()
+		return nil, err
 	}
 	g.logger.Info("Prime exporter is a multi-tenant gateway: each run goes to the platform with its sender's key",
 		zap.String("api", set.Base.APIPrefix()), zap.Int("max_open_runs", set.Config.MaxOpenRuns))
@@ -160,7 +163,7 @@ func (g *Gateway[B]) For(ctx context.Context, signal string, records int) (B, er
 	if err != nil {
 		return none, err
 	}
-	g.saveLocked(ctx)
+	g.saveLocked(ctx, user, key)
 	return tb.b, nil
 }
 
@@ -183,7 +186,7 @@ func (g *Gateway[B]) openLocked(ctx context.Context, user, key string) (*backend
 		return nil, err
 	}
 	logger := g.logger.With(zap.String("tenant", user))
-	tb := &backend[B]{key: key}
+	tb := &backend[B]{user: user, key: key}
 	online := platform.NewOnline(c, quietHost{}, logger, g.set.Outage...).ForTenant(func() { g.revokeTenant(tb, logger) })
 	tb.online = online
 	deps := g.set.Deps
@@ -235,7 +238,7 @@ func (g *Gateway[B]) rekeyLocked(ctx context.Context, tb *backend[B], key string
 	if g.set.Rekeyed != nil {
 		g.set.Rekeyed(tb.b, key)
 	}
-	g.saveLocked(ctx)
+	g.saveLocked(ctx, tb.user, key)
 }
 
 // Registry is the run registry of the tenant user; nil when user has
@@ -274,7 +277,7 @@ func (g *Gateway[B]) Shutdown(ctx context.Context) error {
 		tb.online.CloseIdleConnections()
 	}
 	if g.index != nil {
-		errs = append(errs, g.index.Close(ctx))
+		errs = append(errs, g.index.close(ctx))
 	}
 	return errors.Join(errs...)
 }

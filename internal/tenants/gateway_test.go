@@ -62,29 +62,38 @@ func start(t testing.TB, srv *rfttest.Server, st storage.Extension, edit func(*C
 // startRevoking is start with the receivers' revocation (Settings.Revoke).
 func startRevoking(t testing.TB, srv *rfttest.Server, st storage.Extension, edit func(*Config), revoke func(string)) gateway {
 	t.Helper()
-	return startGateway(t, srv, st, edit, func(s *Settings[*runs.Registry]) { s.Revoke = revoke })
+	return startWith(t, srv, func(s *Settings[*runs.Registry]) {
+		s.Storage, s.Revoke = st, revoke
+		if edit != nil {
+			edit(&s.Config)
+		}
+	})
 }
 
-// startOn is start with the tenants' limits shared on a Redis.
+// startOn is start on a shared registry's Redis, where the gateway keeps
+// its tenants' limits too.
 func startOn(t testing.TB, srv *rfttest.Server, shared *runstore.RedisOptions, edit func(*Config)) gateway {
 	t.Helper()
-	return startGateway(t, srv, nil, edit, func(s *Settings[*runs.Registry]) { s.Redis = shared })
+	return startWith(t, srv, func(s *Settings[*runs.Registry]) {
+		s.Redis = shared
+		if edit != nil {
+			edit(&s.Config)
+		}
+	})
 }
 
-// startGateway is start with settings adjusted by more.
-func startGateway(t testing.TB, srv *rfttest.Server, st storage.Extension, edit func(*Config), more func(*Settings[*runs.Registry])) gateway {
+// startWith starts a gateway in front of srv whose settings edit
+// adjusts. The test shuts it down.
+func startWith(t testing.TB, srv *rfttest.Server, edit func(*Settings[*runs.Registry])) gateway {
 	t.Helper()
 	base, err := rft.New(rft.Options{BaseURL: srv.BaseURL(), APIKey: PlaceholderKey, MaxAttempts: 1})
 	require.NoError(t, err)
 	core, logs := observer.New(zapcore.InfoLevel)
-	cfg := Config{Enabled: true, MaxOpenRuns: 4, MaxTenants: 10, KeyTTL: time.Minute, NamedInMetrics: 2, Limits: unlimited}
-	if edit != nil {
-		edit(&cfg)
-	}
 	tel := &fleettest.Tally{}
 	throttled := &throttleTally{}
 	set := Settings[*runs.Registry]{
-		Config: cfg, Base: base, Storage: st, StorageName: "file_storage", ID: component.MustNewID("prime"),
+		Config: Config{Enabled: true, MaxOpenRuns: 4, MaxTenants: 10, KeyTTL: time.Minute, NamedInMetrics: 2, Limits: unlimited},
+		Base:   base, StorageName: "file_storage", ID: component.MustNewID("prime"),
 		Runs:      fleettest.Config(func(c *runs.Config) { c.FinalizeTimeout = time.Second }),
 		Deps:      runs.Deps{Logger: zap.New(core), Tel: tel, Stopping: make(chan struct{})},
 		Throttled: throttled.add,
@@ -96,7 +105,7 @@ func startGateway(t testing.TB, srv *rfttest.Server, st storage.Extension, edit 
 			return reg, reg
 		},
 	}
-	more(&set)
+	edit(&set)
 	g, err := Start(context.Background(), set)
 	require.NoError(t, err)
 	shutdown := sync.OnceFunc(func() { require.NoError(t, g.Shutdown(context.Background())) })
@@ -159,7 +168,7 @@ func TestADamagedTenantIndexBringsNoTenantBackAndTheGatewayStillStarts(t *testin
 	require.NoError(t, st.Client(indexKey).Set(context.Background(), indexKey, []byte("{not json")))
 	g := start(t, newPlatform(t), st, nil)
 	assert.Empty(t, g.Registries())
-	assert.Equal(t, 1, g.logs.FilterMessageSnippet("The tenant index in storage is damaged").Len())
+	assert.Equal(t, 1, g.logs.FilterMessageSnippet("Cannot read the tenant index").Len())
 	g.backendOf(t, aliceKey)
 	assert.Len(t, g.Registries(), 1, "a tenant comes back as it sends again")
 }

@@ -1,6 +1,6 @@
 """What prime_otel costs a trainer, measured with the real OpenTelemetry SDK.
 
-    python3 cost.py [--episodes N] [--calls N]
+    python3 cost.py [--episodes N] [--calls N] [--runs N] [--json]
 
 Run by scripts/python-cost.sh, which assembles the SDK and starts the
 collector stand-in (scripts/otlp_recorder.py) this sends to. Every figure is a
@@ -16,14 +16,36 @@ machine's pace cancels out:
 
 Two episode shapes: about 2 KB of chat text, and a rollout with about 150 KiB
 of token ids and logprobs (the arrays a trainer sends beside the text).
+
+Each shape is measured ``--runs`` times (5), the shapes taking turns (chat,
+arrays, metrics, chat, ...) so that a slow spell of the machine falls on
+every shape, each run a run of its own (``init`` to ``finish``). It prints one
+table: each shape's median ratio, the range of the runs, the per-episode
+figure, issue 45's target and whether the median meets it; ``--json`` also
+prints every run. The exit status is 1 when a median misses its target.
+
+prime_runs, the SDK prime_otel replaces, is not measured beside it: it needs
+httpx >= 0.25 and pydantic >= 2 (through prime_traces), which this machine
+cannot install (no package index; Debian 12 ships httpx 0.23 and pydantic
+1.10). docs/python.md quotes issue 45's figures for it.
 """
 
 import argparse
 import json
 import os
 import random
+import statistics
 import sys
 import time
+
+#: Issue 45's targets: (shape, column) -> the most the median may be, as a
+#: multiple of json.dumps of the same episode.
+TARGETS = {
+    ("2 KB chat", "cpu_over_json_dumps"): 2.5,
+    ("2 KB chat", "caller_over_json_dumps"): 1.3,
+    ("150 KiB arrays", "cpu_over_json_dumps"): 1.7,
+    ("150 KiB arrays", "caller_over_json_dumps"): 1.1,
+}
 
 
 def chat_episode(i):
@@ -109,21 +131,67 @@ def metrics_call(pr, calls):
     return {"shape": "log_metrics, 20 keys", "calls": calls, "caller_us": round(caller * 1e6, 1)}
 
 
+def table(runs):
+    """One line per shape: the median of each ratio over the runs, their
+    range, the per-episode figure, the target and pass or fail."""
+    lines = [
+        "| shape | CPU, all threads | target | | the calling thread | target | |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    missed = []
+    for shape, rows in runs.items():
+        cells = [f"{shape} ({rows[0]['bytes']} B)" if "bytes" in rows[0] else shape]
+        for ratio, figure in (("cpu_over_json_dumps", "cpu_all_threads_us"), ("caller_over_json_dumps", "caller_us")):
+            if ratio not in rows[0]:
+                if figure in rows[0]:  # log_metrics: a time per call, no ratio
+                    us = [r[figure] for r in rows]
+                    cells += [f"{statistics.median(us):.1f} µs a call ({min(us):.1f}–{max(us):.1f})", "—", ""]
+                else:
+                    cells += ["", "", ""]
+                continue
+            values = [r[ratio] for r in rows]
+            median = statistics.median(values)
+            us = statistics.median(r[figure] for r in rows)
+            target = TARGETS.get((shape, ratio))
+            verdict = "" if target is None else ("pass" if median <= target else "FAIL")
+            if verdict == "FAIL":
+                missed.append(f"{shape}, {ratio}")
+            cells += [f"{median:.2f}× ({min(values):.2f}–{max(values):.2f}; {us:.1f} µs)",
+                      "—" if target is None else f"≤ {target}×", verdict]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines, missed
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", type=int, default=400)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", action="store_true", help="also print every run")
     args = parser.parse_args()
     import prime_otel as pr
 
-    rows = [
-        measure(pr, "2 KB chat", chat_episode, args.episodes * 5, 10, chunk=100),
-        measure(pr, "150 KiB arrays", array_episode, args.episodes, 10, chunk=10),
-        metrics_call(pr, args.calls),
-    ]
-    for row in rows:
-        print(json.dumps(row))
-    print(json.dumps({"python": sys.version.split()[0], "pid": os.getpid()}), file=sys.stderr)
+    shapes = {
+        "2 KB chat": lambda: measure(pr, "2 KB chat", chat_episode, args.episodes * 5, 10, chunk=100),
+        "150 KiB arrays": lambda: measure(pr, "150 KiB arrays", array_episode, args.episodes, 10, chunk=10),
+        "log_metrics, 20 keys": lambda: metrics_call(pr, args.calls),
+    }
+    runs = {shape: [] for shape in shapes}
+    for _ in range(args.runs):
+        for shape, run in shapes.items():
+            row = run()
+            runs[shape].append(row)
+            if args.json:
+                print(json.dumps(row))
+    lines, missed = table(runs)
+    dumps = {shape: statistics.median(r["json_dumps_us"] for r in rows) for shape, rows in runs.items() if "json_dumps_us" in rows[0]}
+    print(f"\nprime_otel, Python {sys.version.split()[0]}: medians of {args.runs} interleaved runs; a ratio is CPU per "
+          "episode over json.dumps of the same episode, timed beside it (json.dumps: "
+          + ", ".join(f"{shape} {us:.1f} µs" for shape, us in dumps.items()) + "); in brackets the runs' range and the median's time")
+    print("\n".join(lines))
+    if missed:
+        print(f"missed: {'; '.join(missed)}")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

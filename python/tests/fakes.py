@@ -20,9 +20,18 @@ class FakePipeline:
         self.dropped = 0
         self.failed = 0
         self.key_refusal = None
+        self.refusal_listener = None
 
     def emit(self, event_name, attributes, body, timestamp_ns):
         self.log.append(("emit", event_name, dict(attributes), body, timestamp_ns))
+
+    def watch_refusals(self, callback):
+        self.refusal_listener = callback
+
+    def refuse(self, records, status, message):
+        """What the delivery thread does when the collector refuses records for good."""
+        self.failed += records
+        self.refusal_listener(_delivery.Refusal(records, status, message))
 
     def flush(self, timeout):
         self.log.append(("flush",))
@@ -133,6 +142,7 @@ class WirePipeline:
             return transport.post(body, "application/json", timeout)
 
         options.setdefault("where", f"the collector at {url}/v1/logs")
+        options.setdefault("linger", 0.0)
         self.delivery = _delivery.Delivery(send, backoff_first=0.02, backoff_max=0.1, **options)
 
     def emit(self, event_name, attributes, body, timestamp_ns):
@@ -144,6 +154,9 @@ class WirePipeline:
 
     def shutdown(self):
         self.delivery.close()
+
+    def watch_refusals(self, callback):
+        self.delivery.on_refusal = callback
 
     @property
     def dropped(self):

@@ -49,8 +49,11 @@ class FakeCollector:
 
 
 def delivery(collector, **options):
+    """A queue that sends as soon as it has a record (``linger`` 0), unless
+    a test asks otherwise: the linger has tests of its own (``Linger``)."""
     options.setdefault("backoff_first", 0.01)
     options.setdefault("backoff_max", 0.05)
+    options.setdefault("linger", 0.0)
     return _delivery.Delivery(collector.send, **options)
 
 
@@ -188,6 +191,117 @@ class Refused(unittest.TestCase):
         with self.assertLogs("prime_otel", "WARNING"):
             self.assertTrue(d.flush(5).delivered)
         self.assertEqual((d.delivered, d.failed), (3, 1))
+        d.close()
+
+    def test_a_final_refusal_is_handed_to_the_listener_with_its_status_and_reason(self):
+        c = FakeCollector()
+        c.refuse = True
+        heard = []
+        d = delivery(c, on_refusal=heard.append, where="the collector at http://c/v1/logs")
+        with self.assertLogs("prime_otel", "WARNING"):
+            d.put(1, 10, "prime.episode")
+            d.put(2, 10, "prime.episode")
+            d.flush(5)
+        self.assertEqual(len(heard), 1)
+        self.assertEqual((heard[0].records, heard[0].status), (2, 400))
+        self.assertEqual(heard[0].message, "the collector at http://c/v1/logs refused 2 record(s) for good: answered 400: bad request")
+        d.close()
+
+    def test_a_partial_success_is_handed_to_the_listener_with_the_rejected_count(self):
+        c = FakeCollector()
+        c.down = True
+        heard = []
+        d = delivery(c, on_refusal=heard.append)
+        for i in range(3):
+            d.put(i, 10, "prime.episode")
+        c.reject, c.down = 2, False
+        with self.assertLogs("prime_otel", "WARNING"):
+            self.assertTrue(d.flush(5).delivered)
+        self.assertEqual([r.records for r in heard], [2])
+        self.assertIn("rejected 2 of 3 records", heard[0].message)
+        d.close()
+
+    def test_a_refused_key_is_not_handed_to_the_listener_it_has_its_own_path(self):
+        heard = []
+
+        def send(items, timeout):
+            return Outcome(False, retry=False, status=401, error="refused the key", refused_key=True)
+
+        d = _delivery.Delivery(send, linger=0, on_refusal=heard.append)
+        with self.assertLogs("prime_otel", "WARNING"):
+            d.put(1, 10, "x")
+            d.flush(5)
+        self.assertEqual(heard, [])
+        self.assertEqual(d.key_refusal.status, 401)
+        d.close()
+
+    def test_a_batch_that_cannot_be_encoded_is_refused_and_the_worker_goes_on(self):
+        sent = []
+
+        def send(items, timeout):
+            if any(item.record == "bad" for item in items):
+                raise ValueError("Out of range float values are not JSON compliant")
+            sent.extend(item.record for item in items)
+            return Outcome(True)
+
+        heard = []
+        d = _delivery.Delivery(send, linger=0, on_refusal=heard.append)
+        with self.assertLogs("prime_otel", "WARNING"):
+            d.put("bad", 10, "x")
+            self.assertTrue(d.flush(5).delivered)
+        d.put("good", 10, "x")
+        self.assertTrue(d.flush(5).delivered)
+        self.assertEqual(sent, ["good"])
+        self.assertEqual(d.failed, 1)
+        self.assertIn("could not be sent: ValueError", heard[0].message)
+        d.close()
+
+
+class Linger(unittest.TestCase):
+    def test_records_wait_up_to_the_linger_to_share_one_request(self):
+        c = FakeCollector()
+        d = delivery(c, linger=0.4)
+        for i in range(3):
+            d.put(i, 10, "prime.episode")
+        time.sleep(0.15)
+        self.assertEqual(c.attempts, 0)  # still lingering
+        deadline = time.monotonic() + 3
+        while not c.received and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(c.received, [[0, 1, 2]])
+        d.close()
+
+    def test_a_full_batch_is_sent_without_waiting_out_the_linger(self):
+        c = FakeCollector()
+        d = delivery(c, linger=30, batch_records=3)
+        for i in range(4):
+            d.put(i, 10, "prime.episode")
+        deadline = time.monotonic() + 3
+        while not c.received and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(c.received, [[0, 1, 2]])  # the fourth waits for company
+        d.close()
+
+    def test_a_batch_full_by_bytes_is_sent_without_waiting_out_the_linger(self):
+        c = FakeCollector()
+        d = delivery(c, linger=30, batch_bytes=1000)
+        d.put("small", 10, "prime.episode")
+        d.put("big", 990, "prime.episode")
+        deadline = time.monotonic() + 3
+        while not c.received and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(c.records(), ["small", "big"])
+        d.close()
+
+    def test_a_flush_sends_at_once_without_waiting_out_the_linger(self):
+        c = FakeCollector()
+        d = delivery(c, linger=30)
+        d.put(1, 10, "prime.metrics")
+        d.put("end", 10, "prime.run.end", essential=True)
+        started = time.monotonic()
+        self.assertTrue(d.flush(5).delivered)
+        self.assertLess(time.monotonic() - started, 2)
+        self.assertEqual(c.received, [[1, "end"]])
         d.close()
 
 

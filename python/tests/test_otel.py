@@ -17,6 +17,22 @@ class LogsURL(unittest.TestCase):
                 self.assertEqual(_otel.logs_url(endpoint), want)
 
 
+class Emit(unittest.TestCase):
+    def test_a_record_is_queued_as_one_tuple_sized_by_its_text_and_only_start_and_end_are_essential(self):
+        from prime_otel import _delivery
+        from prime_otel._transport import Outcome
+
+        d = _delivery.Delivery(lambda items, timeout: Outcome(True), linger=30, max_bytes=200)
+        pipeline = _otel.Pipeline(d)
+        self.addCleanup(d.close)
+        self.assertTrue(pipeline.emit("prime.episode", {"prime.work.step": 1}, "x" * 100, 5))
+        self.assertEqual([(i.record, i.size, i.kind) for i in d._queue],
+                         [(("prime.episode", {"prime.work.step": 1}, "x" * 100, 5), 100 + _otel.RECORD_OVERHEAD, "prime.episode")])
+        with self.assertLogs("prime_otel", "WARNING"):
+            self.assertFalse(pipeline.emit("prime.metrics", {}, {"loss": 1.0}, 6))  # past the 200-byte bound
+        self.assertTrue(pipeline.emit("prime.run.end", {"prime.run.status": "completed"}, None, 7))
+
+
 class SizeOf(unittest.TestCase):
     def test_text_is_measured_in_utf8_bytes(self):
         self.assertEqual(_otel.size_of("é" * 10) - _otel.size_of("e" * 10), 10)

@@ -119,6 +119,91 @@ class LogEpisodes(unittest.TestCase):
         self.assertEqual(otel.opened[0].events()[0][2], {})
 
 
+class NonFiniteInAnEpisode(unittest.TestCase):
+    EPISODES = [{"prompt": "fine"}, {"trajectory": [{"logprobs": [-0.1, float("nan")]}], "reward": float("inf"), "n": NumpyScalar(float("-inf"))}]
+
+    def test_a_nan_inside_an_episode_raises_value_error_under_raise_naming_where_it_is(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init(kind="train", on_error="raise")
+            with self.assertRaises(ValueError) as raised:
+                run.log_episodes(self.EPISODES, step=3)
+        self.assertIn("run k: episode 1 of a log_episodes() call holds NaN or Infinity at trajectory[0].logprobs[1], reward, n", str(raised.exception))
+        self.assertIn("nothing of the call was sent", str(raised.exception))
+        self.assertEqual(otel.opened[0].events("prime.episode"), [])  # not even the fine episode before it
+        self.assertEqual(len(run.errors), 1)  # as prime_runs notes a failure it raises
+
+    def test_under_warn_a_nan_inside_an_episode_is_sent_as_null_with_a_warning_and_an_entry_in_run_errors(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel, self.assertLogs("prime_otel", "WARNING") as logs:
+            run = pr.init(kind="train")
+            run.log_episodes(self.EPISODES, step=3)
+        bodies = [json.loads(e[3]) for e in otel.opened[0].events("prime.episode")]
+        self.assertEqual(bodies[1], {"trajectory": [{"logprobs": [-0.1, None]}], "reward": None, "n": None})
+        self.assertEqual(len(bodies), 2)
+        self.assertIn("episode 1 of a log_episodes() call holds NaN or Infinity at trajectory[0].logprobs[1], reward, n; sent as null", logs.output[0])
+        self.assertEqual(run.errors, ["run k: episode 1 of a log_episodes() call holds NaN or Infinity at trajectory[0].logprobs[1], reward, n; sent as null"])
+
+    def test_a_long_list_of_places_is_cut_to_five_and_counted(self):
+        with patched({"PRIME_RUN_KEY": "k"}), self.assertLogs("prime_otel", "WARNING"):
+            run = pr.init(kind="train")
+            run.log_episodes([{"x": [float("nan")] * 8}], step=0)
+        self.assertIn("x[0], x[1], x[2], x[3], x[4] and 3 more", run.errors[0])
+
+
+class RefusedForGood(unittest.TestCase):
+    """What the delivery thread hears when the collector refuses records for
+    good (FakePipeline.refuse stands in for it), as prime_runs reports a sink's failure."""
+
+    def test_a_refusal_reaches_run_errors_and_nothing_raises_under_warn(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init(kind="train")
+            otel.opened[0].refuse(2, 400, "the collector at http://c/v1/logs refused 2 record(s) for good: answered 400: bad_body")
+            self.assertTrue(run.flush(timeout=1))
+            run.finish()
+        self.assertEqual(run.errors, ["run k: the collector at http://c/v1/logs refused 2 record(s) for good: answered 400: bad_body"])
+        self.assertEqual(run.failed_records, {"collector": 2})
+
+    def test_under_raise_the_first_refusal_is_raised_at_the_next_flush_once(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init(kind="train", on_error="raise")
+            otel.opened[0].refuse(1, 400, "refused 1 record(s) for good: answered 400: bad_body")
+            otel.opened[0].refuse(1, 400, "refused 1 record(s) for good: answered 400: the second")
+            with self.assertRaises(pr.APIError) as raised:
+                run.flush(timeout=1)
+            self.assertTrue(run.flush(timeout=1))  # raised once
+            run.finish()
+        exc = raised.exception
+        self.assertEqual((exc.status_code, exc.code), (400, "collector_rejected_records"))
+        self.assertEqual(str(exc), "run k: refused 1 record(s) for good: answered 400: bad_body")
+        self.assertEqual(len(run.errors), 2)
+
+    def test_under_raise_a_partial_success_is_raised_at_finish_after_the_run_has_ended(self):
+        with patched({"PRIME_RUN_KEY": "k"}) as otel:
+            run = pr.init(kind="train", on_error="raise")
+            otel.opened[0].refuse(3, None, "refused 3 record(s) for good: answered 200 rejecting 3 record(s)")
+            with self.assertRaises(pr.APIError) as raised:
+                run.finish()
+        self.assertEqual(raised.exception.status_code, None)
+        self.assertTrue(run.finished)
+        self.assertEqual(len(otel.opened[0].events("prime.run.end")), 1)
+
+    def test_a_400_from_a_real_connection_reaches_run_errors_and_raises_at_flush_under_raise(self):
+        collector = Collector()
+        self.addCleanup(collector.close)
+        collector.logs_status, collector.logs_body = 400, b"bad_body: the body is not a JSON object"
+        pipeline = WirePipeline(collector.url)
+        with patched({"PRIME_RUN_KEY": "k"}) as otel, mock.patch.object(otel, "open_pipeline", lambda *a, **k: pipeline):
+            run = pr.init(kind="train", on_error="raise")
+        with self.assertLogs("prime_otel", "WARNING"):
+            run.log_episodes([{"prompt": "p"}], step=1)
+            with self.assertRaises(pr.APIError) as raised:
+                run.flush(timeout=5)
+        self.assertIn("refused 1 record(s) for good: answered 400: bad_body: the body is not a JSON object", str(raised.exception))
+        self.assertEqual(run.errors, [str(raised.exception)])
+        run._on_error = "warn"
+        collector.logs_status = 200
+        run.finish(timeout=5)
+
+
 class Finish(unittest.TestCase):
     def test_finish_queues_the_end_after_every_event_then_flushes_and_shuts_down(self):
         with patched({"PRIME_RUN_KEY": "k"}) as otel:

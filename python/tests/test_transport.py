@@ -46,6 +46,13 @@ class Answers(unittest.TestCase):
                 outcome = self.transport.post(b"{}", "application/json", 2)
                 self.assertEqual({k: getattr(outcome, k) for k in want}, want)
 
+    def test_a_partial_success_says_how_many_records_were_rejected_and_the_collectors_reason(self):
+        self.collector.logs_headers = {"Content-Type": "application/json"}
+        self.collector.logs_body = b'{"partialSuccess":{"rejectedLogRecords":"2","errorMessage":"bad_body: not a JSON object"}}'
+        outcome = self.transport.post(b"{}", "application/json", 2)
+        self.assertEqual((outcome.ok, outcome.rejected, outcome.status), (True, 2, 200))
+        self.assertEqual(outcome.error, "answered 200 rejecting 2 record(s): bad_body: not a JSON object")
+
     def test_a_refusal_names_the_status_and_the_bodys_start(self):
         self.collector.logs_status, self.collector.logs_body = 400, b"logs with an unknown field"
         outcome = self.transport.post(b"{}", "application/json", 2)

@@ -6,52 +6,14 @@
   const data = JSON.parse(document.getElementById("report-data").textContent);
   const tParsed = performance.now();
   const PAGE_ROWS = 50;
-  // A chart's x are xs[xi], shared by the curves of the same steps; steps
-  // come delta-coded (dx): each after the first is its distance from the
-  // one before.
-  const xs = data.xs.map((e) => {
-    const v = e.v;
-    if (e.dx) for (let i = 1; i < v.length; i++) v[i] += v[i - 1];
-    return v;
-  });
-  // A chart's y are little-endian float32s in base64, decoded when drawn.
-  function ys(c) {
-    const bin = atob(c.y);
-    const u8 = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) u8[i] = bin.charCodeAt(i);
-    return Array.from(new Float32Array(u8.buffer));
-  }
-
-  function el(tag, attrs, ...kids) {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "text") e.textContent = v;
-      else if (k.startsWith("data-")) e.setAttribute(k, String(v));
-      else e[k] = v;
-    }
-    for (const k of kids) if (k != null) e.append(k);
-    return e;
-  }
-
-  function num(v) {
-    return v == null ? "" : String(Number(v.toPrecision(6)));
-  }
-
-  // tick labels that stay apart for small values (a learning rate of 1e-6)
-  function tick(v) {
-    if (v === 0) return "0";
-    const a = Math.abs(v);
-    return a < 1e-3 || a >= 1e6 ? v.toExponential(1) : String(Number(v.toPrecision(4)));
-  }
+  const { el, num, tick, ys, elapsed, collapsed, paged, ELAPSED_STEPS } = primePage;
+  const xs = primePage.decodeXs(data.xs);
 
   // ---- metric curves ----
   const drawn = [];
   // The lines of one chart (the System section's GPUs, processes and
   // percentiles), told apart by colour; the first is a lone curve's.
-  const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#475569", "#ea580c"];
-  // Tick steps of the System section's time, in seconds: round minutes and
-  // hours, as W&B's relative time has them.
-  const ELAPSED_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
+  const PALETTE = primePage.PALETTE;
   // The time of day beside it, short: the header gives the run's dates.
   const clock = uPlot.fmtDate("{HH}:{mm}:{ss}");
   const systemPanels = (data.system || []).flatMap((f) => f.panels.concat(f.totals || []));
@@ -87,15 +49,6 @@
     return [lo, hi];
   }
 
-  // elapsed writes seconds since the run's first row: 45s, 12m30s, 2h05m.
-  function elapsed(v) {
-    const sign = v < 0 ? "-" : "", s = Math.round(Math.abs(v));
-    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
-    if (h) return sign + h + "h" + (m ? String(m).padStart(2, "0") + "m" : "");
-    if (m) return sign + m + "m" + (sec ? String(sec).padStart(2, "0") + "s" : "");
-    return sign + sec + "s";
-  }
-
   function markDropped(u, dropped) {
     if (!dropped.length) return;
     const ctx = u.ctx, y = u.bbox.top + u.bbox.height, s = 5 * devicePixelRatio;
@@ -114,15 +67,6 @@
     ctx.restore();
   }
 
-  // aligned puts a chart's lines on one x: the x they share (one scrape is
-  // one row, so a system chart's GPUs share theirs), or their x joined,
-  // each line spanning the points that are the others'.
-  function aligned(list) {
-    const xi = list[0].c.xi;
-    if (list.every((s) => s.c.xi === xi)) return [xs[xi]].concat(list.map((s) => ys(s.c)));
-    return uPlot.join(list.map((s) => [xs[s.c.xi], ys(s.c)]));
-  }
-
   // draw draws a card's chart: spec.series are its lines ({c, label}), and
   // spec.rel says its time is counted from the run's first row.
   function draw(card, spec) {
@@ -135,19 +79,15 @@
       return;
     }
     const rel = spec.rel, time = spec.axis === "time" && !rel, off = rel ? sysStart : 0;
-    const d = aligned(list);
+    const d = primePage.aligned(xs, list.map((s) => s.c));
     if (off) d[0] = d[0].map((v) => v - off);
     const n = d[0].length;
     const dropped = spec.series.flatMap((s) => s.c.dropped || []).map((v) => v - off).sort((a, b) => a - b);
     const xSeries = rel
       ? { label: "since start", value: (u, v) => v == null ? "" : elapsed(v) + " (" + clock(new Date((v + sysStart) * 1000)) + ")" }
       : { label: time ? "time" : "step", value: time ? "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" : (u, v) => v == null ? "" : String(v) };
-    const opts = {
-      width: Math.max(240, plot.clientWidth),
-      height: 170,
+    const opts = Object.assign(primePage.chartOptions(plot, 170), {
       scales: { x: { time: time } },
-      legend: { show: true, live: true },
-      cursor: { drag: { x: true, y: false } },
       series: [xSeries].concat(list.map((s, i) => ({
         label: s.label, stroke: PALETTE[i % PALETTE.length], width: 1.25, spanGaps: true,
         points: { show: n <= 60 }, value: (u, v) => num(v),
@@ -155,7 +95,7 @@
       axes: [rel ? { incrs: ELAPSED_STEPS, values: (u, splits) => splits.map(elapsed) } : {},
         { size: 56, values: (u, splits) => splits.map(tick) }],
       hooks: { draw: [(u) => markDropped(u, dropped)] },
-    };
+    });
     // The marks must be on the axis even where no value was plotted.
     let lo = d[0][0], hi = d[0][n - 1];
     if (dropped.length) {
@@ -182,38 +122,26 @@
     const root = document.getElementById("charts");
     if (!root) return [];
     const inSystem = new Set(systemPanels.flatMap((p) => p.charts));
-    const groups = new Map();
-    data.charts.forEach((c, i) => {
-      if (inSystem.has(i)) return;
-      if (!groups.has(c.group)) groups.set(c.group, []);
-      groups.get(c.group).push(c);
-    });
-    const names = [...groups.keys()].sort((a, b) => (a === "") - (b === "") || a.localeCompare(b));
+    const charts = data.charts.filter((c, i) => !inSystem.has(i));
     const cards = [];
-    if (!names.length) {
+    if (!charts.length) {
       root.append(el("p", { className: "empty", text: inSystem.size ? "This run has no training metrics; its system metrics are below." : "This run has no metrics." }));
     }
     if (data.bad_metric_lines) {
       root.append(el("p", { className: "warn", text: data.bad_metric_lines + " line(s) of metrics.jsonl are not metrics posts and are not shown." }));
     }
-    for (const g of names) {
-      const grid = el("div", { className: "grid" });
-      const list = groups.get(g);
-      root.append(el("section", { className: "group", "data-group": g },
-        el("h3", { text: (g ? g + "/" : "other") + "  (" + list.length + ")" }), grid));
-      for (const c of list) {
-        const card = el("div", {
-          className: "chart" + (c.dropped_count ? " has-dropped" : ""),
-          "data-metric": c.name, "data-axis": c.axis, "data-points": c.points, "data-plotted": c.plotted,
-          "data-dropped": c.dropped_count || 0,
-        },
-          el("div", { className: "chart-title", title: c.name, text: c.name }),
-          el("div", { className: "chart-meta", text: (c.axis === "time" ? "over wall time · " : "over steps · ") + pointsText(c.points, c.plotted, c.dropped_count) }),
-          el("div", { className: "plot" }));
-        grid.append(card);
-        cards.push([card, { axis: c.axis, series: [{ c: c, label: "value" }] }]);
-      }
-    }
+    primePage.grouped(root, charts, (c) => {
+      const card = el("div", {
+        className: "chart" + (c.dropped_count ? " has-dropped" : ""),
+        "data-metric": c.name, "data-axis": c.axis, "data-points": c.points, "data-plotted": c.plotted,
+        "data-dropped": c.dropped_count || 0,
+      },
+        el("div", { className: "chart-title", title: c.name, text: c.name }),
+        el("div", { className: "chart-meta", text: (c.axis === "time" ? "over wall time · " : "over steps · ") + pointsText(c.points, c.plotted, c.dropped_count) }),
+        el("div", { className: "plot" }));
+      cards.push([card, { axis: c.axis, series: [{ c: c, label: "value" }] }]);
+      return card;
+    });
     return cards;
   }
 
@@ -267,14 +195,6 @@
   }
 
   // ---- sample tables ----
-  function collapsed(text) {
-    if (!text) return "";
-    const first = text.replace(/\s+/g, " ").slice(0, 80);
-    return el("details", { className: "cell" },
-      el("summary", { text: first + (text.length > 80 ? "…" : "") }),
-      el("pre", { text: text }));
-  }
-
   const columns = {
     sample_id: { label: "sample_id", cell: (r) => el("code", { text: r.sample_id }) },
     tag: { label: "tag", cell: (r) => r.tag || "" },
@@ -286,34 +206,19 @@
     completion: { label: "completion", cell: (r) => collapsed(r.completion) },
   };
 
-  // table renders rows a page at a time, so a step of thousands of
-  // episodes makes a small DOM.
+  // table renders rows a page at a time.
   function table(id, rows, cols, attrs) {
-    const wrap = el("div", { className: "table-wrap" });
-    let page = 0;
-    const pages = Math.max(1, Math.ceil(rows.length / PAGE_ROWS));
-    function show() {
+    return paged(el("div", { className: "table-wrap" }), rows.length, PAGE_ROWS, "row", (lo, hi) => {
       const body = el("tbody");
-      for (const r of rows.slice(page * PAGE_ROWS, (page + 1) * PAGE_ROWS)) {
+      for (const r of rows.slice(lo, hi)) {
         const tr = el("tr", { "data-sample-id": r.sample_id });
         for (const c of cols) tr.append(el("td", { className: columns[c].num ? "num" : "" }, columns[c].cell(r)));
         body.append(tr);
       }
       const head = el("tr");
       for (const c of cols) head.append(el("th", { text: columns[c].label }));
-      const t = el("table", Object.assign({ id: id, className: "samples", "data-rows": rows.length }, attrs), el("thead", {}, head), body);
-      const pager = el("div", { className: "pager" });
-      if (pages > 1) {
-        const prev = el("button", { text: "‹ previous", disabled: page === 0, onclick: () => { page--; show(); } });
-        const next = el("button", { text: "next ›", disabled: page === pages - 1, onclick: () => { page++; show(); } });
-        pager.append(prev, el("span", { text: " rows " + (page * PAGE_ROWS + 1) + "–" + Math.min(rows.length, (page + 1) * PAGE_ROWS) + " of " + rows.length + " " }), next);
-      } else {
-        pager.append(el("span", { text: rows.length + " row" + (rows.length === 1 ? "" : "s") }));
-      }
-      wrap.replaceChildren(pager, t);
-    }
-    show();
-    return wrap;
+      return el("table", Object.assign({ id: id, className: "samples", "data-rows": rows.length }, attrs), el("thead", {}, head), body);
+    });
   }
 
   function renderSteps() {
@@ -357,34 +262,7 @@
   renderSteps();
   renderEval();
 
-  // The charts on screen are drawn now, the rest as they scroll into view:
-  // a page of 500 metrics would otherwise draw 500 canvases before it shows.
-  const io = new IntersectionObserver((entries) => {
-    for (const e of entries) {
-      if (e.isIntersecting) {
-        io.unobserve(e.target);
-        draw(e.target, e.target.__chart);
-      }
-    }
-  }, { rootMargin: "400px 0px" });
-  for (const [card, spec] of cards) {
-    card.__chart = spec;
-    // A card under a closed fold has no box yet: it is drawn when opened.
-    const box = card.getBoundingClientRect();
-    if (box.height > 0 && box.top < innerHeight) draw(card, spec);
-    else io.observe(card);
-  }
-  let resizing = 0;
-  addEventListener("resize", () => {
-    clearTimeout(resizing);
-    resizing = setTimeout(() => {
-      for (const u of drawn) u.setSize({ width: Math.max(240, u.root.parentElement.clientWidth), height: 170 });
-    }, 100);
-  });
-  const tReady = performance.now();
-  // How long each part took, for the measurements in docs/prime-sync.md.
-  document.body.dataset.timings = "script start " + Math.round(t0) + " ms, data parsed " + Math.round(tParsed - t0) +
-    " ms, page built " + Math.round(tDom - tParsed) + " ms, charts on screen drawn " + Math.round(tReady - tDom) + " ms";
-  document.body.dataset.readyMs = String(Math.round(tReady));
-  document.body.dataset.ready = "1";
+  primePage.drawWhenSeen(cards, draw);
+  primePage.resizeWith(drawn, 170);
+  primePage.ready(t0, tParsed, tDom);
 })();

@@ -15,6 +15,13 @@ Decisions, and why:
   queued keep their place. The run's start and end events are never dropped.
 - **One request at a time, in order.** Records reach the collector in the
   order they were logged, so a run's end never overtakes its data.
+- **Batches, not single records.** The worker sends once a batch is full
+  (``MAX_BATCH_RECORDS`` or ``MAX_BATCH_BYTES``), once the oldest queued
+  record has waited ``LINGER`` seconds, or at once for a flush or a close.
+  A request costs about as much CPU as encoding a hundred small records, so
+  a worker that woke for every record would cost the trainer more than the
+  records do (and take the GIL from it while it logs). ``put`` wakes the
+  worker only when the queue was empty or a batch has filled.
 - **Flush against a budget.** ``flush(timeout)`` waits for the records queued
   before it, and returns by its deadline whatever the worker is doing: a
   request in flight gets a timeout no longer than what is left of the budget.
@@ -25,6 +32,10 @@ Decisions, and why:
   refused), as any refusal does; it is said once, not per request, and kept
   in ``key_refusal`` for ``finish()`` to raise under ``on_error="raise"``.
   Later requests are still tried: each is its own answer.
+- **Any other final refusal is told.** A 400 (or another final status), or a
+  partial success's rejected records, is counted in ``failed``, warned about,
+  and handed to ``on_refusal`` (the run puts it in ``run.errors``, and raises
+  it under ``on_error="raise"``), as ``prime_runs`` reports a sink's failure.
 - **Fork.** A child starts with an empty queue and its own worker (the
   parent's records are the parent's to send); the transport opens its own
   connection there.
@@ -39,6 +50,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
 
+from ._transport import Outcome
+
 logger = logging.getLogger("prime_otel")
 
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
@@ -47,6 +60,9 @@ MAX_BATCH_RECORDS = 512
 #: default; a request is kept under half of that.
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 REQUEST_TIMEOUT = 10.0
+#: How long a record may wait for more to share its request. The SDK's batch
+#: processor waits 1 s; a finish or flush never waits for it.
+LINGER = 0.5
 BACKOFF_FIRST = 0.25
 BACKOFF_MAX = 5.0
 #: A request in flight when a flush's deadline is this close still gets this
@@ -54,12 +70,16 @@ BACKOFF_MAX = 5.0
 MIN_REQUEST_TIMEOUT = 0.2
 
 
-@dataclass
 class Item:
-    record: Any
-    size: int
-    kind: str
-    seq: int = 0
+    """One queued record, its size in bytes, its event name and its place."""
+
+    __slots__ = ("record", "size", "kind", "seq")
+
+    def __init__(self, record: Any, size: int, kind: str, seq: int = 0) -> None:
+        self.record = record
+        self.size = size
+        self.kind = kind
+        self.seq = seq
 
 
 @dataclass
@@ -67,6 +87,17 @@ class KeyRefusal:
     """The first 401 or 403: ``message`` names the collector and whose key it refused."""
 
     status: int
+    message: str
+
+
+@dataclass
+class Refusal:
+    """A request the collector answered with a final refusal other than a
+    refused key: ``records`` of it lost, the HTTP ``status`` (None for a
+    partial success), and ``message`` naming the collector and its reason."""
+
+    records: int
+    status: Optional[int]
     message: str
 
 
@@ -96,7 +127,9 @@ class Delivery:
         request_timeout: float = REQUEST_TIMEOUT,
         backoff_first: float = BACKOFF_FIRST,
         backoff_max: float = BACKOFF_MAX,
+        linger: float = LINGER,
         where: str = "the collector",
+        on_refusal: Optional[Callable[[Refusal], None]] = None,
     ) -> None:
         self._send = send
         self.max_bytes = max_bytes
@@ -106,7 +139,9 @@ class Delivery:
         self._request_timeout = request_timeout
         self._backoff_first = backoff_first
         self._backoff_max = backoff_max
+        self._linger = linger
         self.where = where
+        self.on_refusal = on_refusal
         self._reset()
         _at_fork(self)
 
@@ -137,16 +172,22 @@ class Delivery:
         with self._lock:
             if self._closed:
                 return False
-            full = self._bytes + size > self.max_bytes or (self.max_records is not None and len(self._queue) >= self.max_records)
+            queue = self._queue
+            full = self._bytes + size > self.max_bytes or (self.max_records is not None and len(queue) >= self.max_records)
             if full and not essential:
                 self.dropped += 1
                 warn, self._warned_full = not self._warned_full, True
             else:
                 self._seq += 1
-                self._queue.append(Item(record, size, kind, self._seq))
+                queue.append(Item(record, size, kind, self._seq))
                 self._bytes += size
-                self._start_worker()
-                self._changed.notify_all()
+                if self._worker is None:
+                    self._start_worker()
+                # The worker waits for a first record, then for a batch to
+                # fill (or its linger): only those two moments wake it.
+                n = len(queue)
+                if n == 1 or n == self._batch_records or self._bytes >= self._batch_bytes:
+                    self._changed.notify_all()
         if warn:
             logger.warning(
                 "prime_otel: the queue to %s is full (%d records, %d of %d bytes): new records are dropped and counted "
@@ -163,6 +204,8 @@ class Delivery:
             target = self._seq
             self._deadlines.append(deadline)
             self._wake = True
+            if self._worker is not None and not self._worker.is_alive():
+                self._start_worker()
             self._changed.notify_all()
             try:
                 while self._done < target and not self._closed:
@@ -196,9 +239,8 @@ class Delivery:
     # --------------------------------------------------------------- worker
 
     def _start_worker(self) -> None:
-        if self._worker is None or not self._worker.is_alive():
-            self._worker = threading.Thread(target=self._run, name="prime_otel-delivery", daemon=True)
-            self._worker.start()
+        self._worker = threading.Thread(target=self._run, name="prime_otel-delivery", daemon=True)
+        self._worker.start()
 
     def _run(self) -> None:
         backoff = self._backoff_first
@@ -206,11 +248,15 @@ class Delivery:
             with self._lock:
                 while not self._queue and not self._closed:
                     self._changed.wait()
+                self._linger_wait()
                 if self._closed:
                     return
                 batch = self._take()
                 timeout = self._timeout()
-            outcome = self._send(batch, timeout)
+            try:
+                outcome = self._send(batch, timeout)
+            except Exception as exc:  # noqa: BLE001 - a batch that cannot be encoded must not stop the worker
+                outcome = Outcome(False, retry=False, error=f"the batch could not be sent: {type(exc).__name__}: {exc}")
             if outcome.ok or not outcome.retry:
                 self._resolve(batch, outcome)
                 backoff = self._backoff_first
@@ -219,6 +265,18 @@ class Delivery:
             wait = outcome.retry_after if outcome.retry_after is not None else backoff
             backoff = min(self._backoff_max, backoff * 2)
             self._sleep(wait)
+
+    def _linger_wait(self) -> None:
+        """Under the lock: wait until a batch is full, a flush or close asks,
+        or the first queued record has waited ``LINGER``."""
+        until = time.monotonic() + self._linger
+        while not self._closed and not self._deadlines:
+            if len(self._queue) >= self._batch_records or self._bytes >= self._batch_bytes:
+                return
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            self._changed.wait(left)
 
     def _take(self) -> List[Item]:
         batch: List[Item] = []
@@ -239,6 +297,7 @@ class Delivery:
     def _resolve(self, batch: List[Item], outcome: Any) -> None:
         refused = len(batch) if not outcome.ok else min(len(batch), outcome.rejected)
         first_key_refusal = False
+        refusal = None
         with self._lock:
             for _ in batch:
                 item = self._queue.popleft()
@@ -247,7 +306,10 @@ class Delivery:
             self.delivered += len(batch) - refused
             self.failed += refused
             if refused:
-                self.last_error = outcome.error or f"the collector rejected {refused} records"
+                self.last_error = outcome.error or f"the collector rejected {refused} of {len(batch)} records"
+                if not outcome.refused_key:
+                    status = None if outcome.ok else outcome.status
+                    refusal = Refusal(refused, status, f"{self.where} refused {refused} record(s) for good: {self.last_error}")
             if outcome.refused_key and self.key_refusal is None:
                 self.key_refusal = KeyRefusal(outcome.status, f"{self.where} {outcome.error}")
                 first_key_refusal = True
@@ -257,8 +319,13 @@ class Delivery:
         if first_key_refusal:
             logger.warning("prime_otel: %s %s: %d record(s) refused for good, and every request it refuses from now on, "
                            "counted in run.failed_records without another warning", self.where, outcome.error, refused)
-        elif refused and not outcome.refused_key:
+        elif refusal is not None:
             logger.warning("prime_otel: %s refused %d records for good (counted in run.failed_records): %s", self.where, refused, self.last_error)
+            if self.on_refusal is not None:
+                try:
+                    self.on_refusal(refusal)
+                except Exception:  # noqa: BLE001 - the worker outlives its listener
+                    logger.debug("prime_otel: a refusal listener failed", exc_info=True)
         if self._down_since is not None:
             logger.warning("prime_otel: %s answers again after %.1f s", self.where, time.monotonic() - self._down_since)
             self._down_since = None

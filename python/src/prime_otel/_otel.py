@@ -5,13 +5,20 @@ shut down, and the delivery counters. The unit tests replace this module with
 a recording fake, so they run on a bare ``python3`` with no SDK installed; the
 real SDK is proven by the recordings replayed against the built collector.
 
-What is the SDK's and what is ours: the SDK's ``LoggerProvider`` makes the
-records (resource, scope, timestamps, event names) and its OTLP encoder turns
-a batch into the protobuf request. In between, in place of the SDK's
-``BatchLogRecordProcessor`` and ``OTLPLogExporter``, a processor of ours hands
-each record to ``_delivery`` and ``_transport``: the SDK's pair gives a batch up
-after about 7 s of retries, drops the oldest records past 16,384, and reports
-a flush as done after a failed export, none of which a trainer can see.
+What is the SDK's and what is ours: the SDK makes the resource
+(``Resource.create``: its detectors, ``service.instance.id``,
+``OTEL_RESOURCE_ATTRIBUTES``, or the application's provider's resource when
+that names the run) and its OTLP encoder turns the resource and the
+instrumentation scope into protobuf, once, when the pipeline opens. Each
+record is then a tuple on the ``_delivery`` queue, and ``_wire`` writes a
+batch of them around those two messages; ``_transport`` sends it (endpoint,
+headers, TLS and compression as the OTel variables say). The SDK's
+``Logger.emit`` and ``BatchLogRecordProcessor`` are not on the path: the
+first builds a limits object from the environment and a tree of protobuf
+messages for every record (twice ``json.dumps`` of a 2 KB episode, half of it
+on the trainer's thread), the second gives a batch up after about 7 s of
+retries, drops the oldest records past 16,384, and reports a flush as done
+after a failed export, none of which a trainer can see.
 
 Why only logs: each ``log_metrics`` call is one ``prime.metrics`` event, so a
 row is exactly one call, as in the platform SDK. A metric instrument would
@@ -19,14 +26,13 @@ aggregate per export interval and need delta temporality to avoid re-sending;
 an event has neither problem.
 """
 
-import copy
 import logging
 import os
 import ssl
 from collections.abc import Mapping
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
-from . import _auth, _delivery, _transport
+from . import _auth, _delivery, _transport, _wire
 
 logger = logging.getLogger("prime_otel")
 
@@ -34,26 +40,34 @@ IDENTITY_ATTRIBUTES = ("prime.run.key", "prime.run.id")
 PROTOBUF = "application/x-protobuf"
 #: Never dropped by a full queue: tiny, and the run's lifecycle rests on them.
 ESSENTIAL_EVENTS = ("prime.run.start", "prime.run.end")
+#: What a record costs beside its body, for the queue's byte bound.
+RECORD_OVERHEAD = 64
 
 
 class Pipeline:
-    """An SDK logger whose records go through a ``Delivery`` queue."""
+    """Records queued on a ``Delivery``, sent as OTLP by its worker."""
 
-    def __init__(self, provider: Any, delivery: _delivery.Delivery) -> None:
-        from . import __version__
-
-        self._provider = provider
+    def __init__(self, delivery: _delivery.Delivery) -> None:
         self.delivery = delivery
-        self._logger = provider.get_logger("prime_otel", __version__)
+        self._put = delivery.put
 
-    def emit(self, event_name: str, attributes: Mapping[str, Any], body: Any, timestamp_ns: int) -> None:
-        self._logger.emit(event_name=event_name, attributes=dict(attributes) or None, body=body, timestamp=timestamp_ns)
+    def emit(self, event_name: str, attributes: Mapping[str, Any], body: Any, timestamp_ns: int) -> bool:
+        """Queue one record; ``body`` is JSON text, a mapping of numbers (sent
+        as its JSON text) or None. The caller hands over ``attributes`` and a
+        mapping body: they are not copied. False when the queue was full."""
+        size = (len(body) if type(body) is str else size_of(body)) + RECORD_OVERHEAD
+        return self._put((event_name, attributes, body, timestamp_ns), size, event_name, event_name in ESSENTIAL_EVENTS)
 
     def flush(self, timeout: float) -> _delivery.FlushResult:
         return self.delivery.flush(timeout)
 
     def shutdown(self) -> None:
         self.delivery.close()
+
+    def watch_refusals(self, callback: Callable[[_delivery.Refusal], None]) -> None:
+        """``callback`` hears, on the delivery thread, of every request the
+        collector refused for good (a 401 or 403 aside: ``key_refusal``)."""
+        self.delivery.on_refusal = callback
 
     @property
     def dropped(self) -> int:
@@ -68,38 +82,6 @@ class Pipeline:
         return self.delivery.key_refusal
 
 
-class _Processor:
-    """The SDK's processor interface over a ``Delivery``. A record is copied
-    as the SDK's own batch processor copies it (the context dropped), sized
-    by its body, and queued."""
-
-    def __init__(self, delivery: _delivery.Delivery) -> None:
-        from opentelemetry.context import Context
-        from opentelemetry.sdk._logs import ReadableLogRecord
-
-        self._delivery = delivery
-        self._readable = ReadableLogRecord
-        self._context = Context
-
-    def on_emit(self, log_record: Any) -> None:
-        record = copy.copy(log_record.log_record)
-        record.context = self._context()
-        readable = self._readable(
-            log_record=record,
-            resource=log_record.resource,
-            instrumentation_scope=log_record.instrumentation_scope,
-            limits=log_record.limits,
-        )
-        kind = record.event_name or ""
-        self._delivery.put(readable, size_of(record.body) + 64, kind, essential=kind in ESSENTIAL_EVENTS)
-
-    def shutdown(self) -> None:
-        self._delivery.close()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self._delivery.flush(timeout_millis / 1000).delivered
-
-
 def open_pipeline(
     resource_attributes: Dict[str, Any],
     endpoint: str,
@@ -109,14 +91,12 @@ def open_pipeline(
     credentials: Optional[_auth.Credentials] = None,
     tls: Optional[ssl.SSLContext] = None,
 ) -> Pipeline:
-    """A provider of our own, not installed globally, sending to
-    ``endpoint``'s ``/v1/logs``. When the application's global provider has a
-    resource that names a run, that resource is taken over, so the run is the
-    one the application named. ``credentials`` go with every request
+    """A pipeline to ``endpoint``'s ``/v1/logs``, with the SDK's resource
+    (nothing is installed globally). When the application's global provider
+    has a resource that names a run, that resource is taken over, so the run
+    is the one the application named. ``credentials`` go with every request
     (``_auth``), ``tls`` verifies an https endpoint."""
     from opentelemetry import _logs
-    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
-    from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk.resources import Resource
 
     resource = Resource.create(resource_attributes)
@@ -132,16 +112,28 @@ def open_pipeline(
         tls=tls,
         compression=(os.environ.get("OTEL_EXPORTER_OTLP_LOGS_COMPRESSION") or os.environ.get("OTEL_EXPORTER_OTLP_COMPRESSION") or "none").strip().lower(),
     )
+    encoder = sdk_encoder(resource)
 
     def send(items: Sequence[_delivery.Item], timeout: float) -> _transport.Outcome:
-        body = encode_logs([item.record for item in items]).SerializeToString()
-        return transport.post(body, PROTOBUF, timeout)
+        return transport.post(encoder.request([item.record for item in items]), PROTOBUF, timeout)
 
-    delivery = _delivery.Delivery(send, max_bytes=max_bytes, max_records=max_records, where=f"the collector at {url}")
-    provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
-    processor = _Processor(delivery)
-    provider.add_log_record_processor(processor)
-    return Pipeline(provider, delivery)
+    return Pipeline(_delivery.Delivery(send, max_bytes=max_bytes, max_records=max_records, where=f"the collector at {url}"))
+
+
+def sdk_encoder(resource: Any) -> _wire.Encoder:
+    """An encoder whose resource and scope the SDK's own OTLP encoder wrote."""
+    from opentelemetry.exporter.otlp.proto.common._internal import _encode_instrumentation_scope, _encode_resource
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+    from . import __version__
+
+    scope = InstrumentationScope("prime_otel", __version__)
+    return _wire.Encoder(
+        _encode_resource(resource).SerializeToString(),
+        _encode_instrumentation_scope(scope).SerializeToString(),
+        resource_schema_url=resource.schema_url or "",
+        scope_schema_url=scope.schema_url or "",
+    )
 
 
 def logs_url(endpoint: str) -> str:

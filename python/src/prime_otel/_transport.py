@@ -108,7 +108,9 @@ class Transport:
             self.close()
         status = response.status
         if 200 <= status < 300:
-            return Outcome(True, status=status, rejected=_rejected(payload, response.getheader("Content-Type", "")))
+            rejected, why = _rejected(payload, response.getheader("Content-Type", ""))
+            said = f"answered {status} rejecting {rejected} record(s)" + (f": {self._credentials.scrub(why)}" if why else "") if rejected else ""
+            return Outcome(True, status=status, rejected=rejected, error=said)
         text = self._credentials.scrub(payload[:ERROR_BODY_BYTES].decode("utf-8", "replace").strip())
         if status in REFUSED_KEY_STATUS:
             error = self._credentials.refusal(status) + (f": {text}" if text else "")
@@ -154,27 +156,29 @@ class Transport:
         return self._conn
 
 
-def _rejected(payload: bytes, content_type: str) -> int:
-    """Records a 200 refused (OTLP partial success), when the body says so."""
+def _rejected(payload: bytes, content_type: str) -> "tuple[int, str]":
+    """Records a 200 refused (OTLP partial success) and the collector's
+    reason, when the body says so."""
     if not payload:
-        return 0
+        return 0, ""
     if "json" in content_type:
         import json
 
         try:
-            return int(json.loads(payload).get("partialSuccess", {}).get("rejectedLogRecords", 0) or 0)
+            partial = json.loads(payload).get("partialSuccess", {})
+            return int(partial.get("rejectedLogRecords", 0) or 0), str(partial.get("errorMessage", "") or "")[:ERROR_BODY_BYTES]
         except (ValueError, AttributeError, TypeError):
-            return 0
+            return 0, ""
     try:
         from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
     except ImportError:  # the JSON path (init's start record) runs without the SDK
-        return 0
+        return 0, ""
     response = ExportLogsServiceResponse()
     try:
         response.ParseFromString(payload)
     except Exception:  # noqa: BLE001 - an unreadable answer to a 200 is still a 200
-        return 0
-    return int(response.partial_success.rejected_log_records)
+        return 0, ""
+    return int(response.partial_success.rejected_log_records), response.partial_success.error_message[:ERROR_BODY_BYTES]
 
 
 def _retry_after(value: Optional[str]) -> Optional[float]:

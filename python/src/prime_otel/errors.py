@@ -8,7 +8,9 @@ runs) derive from :class:`APIError`, as ``prime_runs``'s do (it takes them from
 collector's run status route, at ``init()``. A collector that will not let
 the trainer in (401, 403: its key refused, or none sent) raises the same
 classes, at ``init()`` and, under ``on_error="raise"``, at ``finish()`` and
-``flush()``. To catch everything::
+``flush()``; records it refuses for good (a 400, a partial success) raise an
+``APIError`` (``code`` ``collector_rejected_records``) there too. To catch
+everything::
 
     except (pr.PrimeRunsError, pr.APIError):
 """
@@ -104,6 +106,18 @@ def refused_by_collector(status: Optional[int], message: str) -> APIError:
     """A collector's 401 (``UnauthorizedError``) or 403 (``ForbiddenError``)."""
     cls = ForbiddenError if status == 403 else UnauthorizedError
     return cls(message, status_code=status, code=COLLECTOR_REFUSED)
+
+
+#: ``APIError.code`` of records the collector refused for good: a 400 (or
+#: another final status), or the rejections of a partial success.
+COLLECTOR_REJECTED = "collector_rejected_records"
+
+
+def rejected_by_collector(status: Optional[int], message: str) -> APIError:
+    """Records the collector refused for good, raised at the next ``flush()``
+    or ``finish()`` under ``on_error="raise"``; ``status_code`` is the HTTP
+    status, None for a partial success (a 200 that refused some records)."""
+    return APIError(message, status_code=status, code=COLLECTOR_REJECTED)
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -12,9 +12,19 @@ Which run they belong to is the resource's ``prime.run.key`` (or
 ``prime.run.id`` to attach), shared by every rank and every forked child.
 
 What the trainer's thread pays is a snapshot: an episode is turned into JSON
-text at the call (one ``json.dumps``), a metrics row into a small dict. The
-rest (encoding, sending, retrying) happens on the delivery thread, which keeps
-every record until the collector acknowledged it (``_delivery``).
+text at the call (one encoder call, as cheap as ``json.dumps``), a metrics
+row into a small dict, each queued as a tuple. The rest (the OTLP encoding,
+sending, retrying) happens on the delivery thread, which keeps every record
+until the collector acknowledged it (``_delivery``).
+
+Failures the trainer hears of, as ``prime_runs`` reports them: a NaN or ±Inf
+inside an episode is a ``ValueError`` at the call under
+``on_error="raise"`` (naming where it is; nothing of that call is sent), and
+otherwise a warning and an entry in ``run.errors``, the episode sent with
+``null`` there. Records the collector refused for good (a 400, a partial
+success's rejections) land in ``run.errors`` as the delivery thread hears of
+them, and under ``on_error="raise"`` the first is raised at the next
+``flush()`` or ``finish()``, as ``prime_runs`` re-raises a sink's failure.
 """
 
 import atexit
@@ -28,9 +38,9 @@ from collections.abc import Mapping
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from . import _fork, _keys, _otel, _status
-from .errors import DeliveryError, RunFinishedError, refused_by_collector
+from .errors import DeliveryError, RunFinishedError, refused_by_collector, rejected_by_collector
 from .models import CONFIG_SOURCE_KEY, ConfigSource, Mode, OnError, RunKind, RunSpec, RunStatus
-from .values import drop_non_finite, json_text, plain, scalars
+from .values import drop_non_finite, episode_json, plain, scalars
 
 logger = logging.getLogger("prime_otel")
 
@@ -42,6 +52,8 @@ DEFAULT_FINISH_TIMEOUT = 30.0
 EVENT_METRICS = "prime.metrics"
 EVENT_EPISODE = "prime.episode"
 EVENT_END = "prime.run.end"
+#: The attributes of a record that has none; never changed, so shared.
+_NO_ATTRIBUTES: Mapping[str, Any] = {}
 
 
 class Run:
@@ -79,6 +91,9 @@ class Run:
         self.config: Dict[str, Any] = dict(spec.config)
         self.summary: Dict[str, Any] = dict(spec.summary)
         self.errors: List[str] = []
+        # Under on_error="raise", the collector's first final refusal, heard
+        # on the delivery thread, waits here for the next flush() or finish().
+        self._deferred_error: Optional[BaseException] = None
         self._staged: Dict[str, Any] = {}
         self._staged_step: Optional[int] = None
         self._state_lock = threading.Lock()
@@ -90,6 +105,7 @@ class Run:
         self._previous_signal_handlers: Dict[int, Any] = {}
         _fork.register(self)
         if pipeline is not None:
+            pipeline.watch_refusals(self._refused)
             _fork.register_multiprocessing(self)
         atexit.register(self._atexit_hook)
 
@@ -183,13 +199,18 @@ class Run:
         values = dict(values)
         stamp = plain(values.pop("_timestamp", None))
         own_step = values.pop("step", None)
-        step = _step(own_step if own_step is not None else step)
+        step = own_step if own_step is not None else step
+        if step is not None and type(step) is not int:
+            step = _step(step)
+        # kept is this call's own dict of plain numbers: the queued record's
+        # body, which the delivery thread writes as JSON text.
         kept, non_finite, not_numbers = scalars(values)
-        where = f"step {step}" if step is not None else "a time-keyed row"
-        if non_finite:
-            logger.warning("prime_otel: dropped non-finite metric values at %s: %s", where, ", ".join(non_finite))
-        if not_numbers:
-            logger.warning("prime_otel: dropped metric values that are not numbers at %s: %s", where, ", ".join(not_numbers))
+        if non_finite or not_numbers:
+            where = f"step {step}" if step is not None else "a time-keyed row"
+            if non_finite:
+                logger.warning("prime_otel: dropped non-finite metric values at %s: %s", where, ", ".join(non_finite))
+            if not_numbers:
+                logger.warning("prime_otel: dropped metric values that are not numbers at %s: %s", where, ", ".join(not_numbers))
         with self._state_lock:
             self.summary.update(kept)
             if not commit:
@@ -197,14 +218,14 @@ class Run:
                 if step is not None:
                     self._staged_step = step
                 return
-            kept = {**self._staged, **kept}
-            step = step if step is not None else self._staged_step
-            self._staged, self._staged_step = {}, None
-        if not kept or self.kind == "eval":
+            if self._staged or self._staged_step is not None:
+                kept = {**self._staged, **kept}
+                step = step if step is not None else self._staged_step
+                self._staged, self._staged_step = {}, None
+        if not kept or self._spec.kind == "eval":
             return
         when = int(stamp * 1e9) if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and math.isfinite(stamp) else time.time_ns()
-        attributes = {} if step is None else {"prime.step": step}
-        self._emit(EVENT_METRICS, attributes, kept, when)
+        self._pipeline.emit(EVENT_METRICS, _NO_ATTRIBUTES if step is None else {"prime.step": step}, kept, when)
 
     log = log_metrics
 
@@ -213,20 +234,41 @@ class Run:
         ``Trace`` (through ``to_record()``) or a plain mapping, as JSON text
         made now. ``step`` is the step the episodes were dispatched at; a
         native document carries its own in ``run.work.step``. numpy and torch
-        values become numbers and lists; NaN and ±Inf become null."""
+        values become numbers and lists. A NaN or ±Inf raises ``ValueError``
+        under ``on_error="raise"``, naming where it is, and nothing of the
+        call is sent; otherwise it is sent as null, with a warning and an
+        entry in ``run.errors``."""
         self._require_live("log_episodes")
-        if self._pipeline is None:
+        pipeline = self._pipeline
+        if pipeline is None:
             return
-        if isinstance(episodes, Mapping) or hasattr(episodes, "to_record"):
+        # This runs once per episode in many trainers: the common types (a
+        # list of dicts, an int step) are told by type() before the general
+        # checks, which cost more than the rest of the call.
+        if type(episodes) is not list and (isinstance(episodes, Mapping) or hasattr(episodes, "to_record")):
             episodes = [episodes]
-        step = _step(step) if self.kind == "train" else None
-        attributes = {} if step is None else {"prime.work.step": step}
-        for episode in episodes:
-            record = episode.to_record() if hasattr(episode, "to_record") else episode
-            if not isinstance(record, Mapping):
-                logger.warning("prime_otel: skipped an episode of type %s: it has no to_record() and is not a mapping", type(episode).__name__)
-                continue
-            self._emit(EVENT_EPISODE, attributes, json_text(record), time.time_ns())
+        if step is None or self._spec.kind != "train":
+            attributes = _NO_ATTRIBUTES
+        else:
+            attributes = {"prime.work.step": step if type(step) is int else _step(step)}
+        # Every episode is made text before any is queued, so a call that
+        # raises sends none of its episodes.
+        texts = []
+        for i, episode in enumerate(episodes):
+            if type(episode) is dict:
+                record = episode
+            else:
+                record = episode.to_record() if hasattr(episode, "to_record") else episode
+                if not isinstance(record, Mapping):
+                    logger.warning("prime_otel: skipped an episode of type %s: it has no to_record() and is not a mapping", type(episode).__name__)
+                    continue
+            text, non_finite = episode_json(record)
+            if non_finite:
+                self._non_finite_episode(i, non_finite)
+            texts.append(text)
+        emit, now = pipeline.emit, time.time_ns
+        for text in texts:
+            emit(EVENT_EPISODE, attributes, text, now())
 
     log_traces = log_episodes
     log_samples = log_episodes
@@ -253,6 +295,7 @@ class Run:
         budget = 30.0 if timeout is None else max(0.0, float(timeout))
         result = self._pipeline.flush(budget)
         self._raise_key_refusal("flush")
+        self._raise_deferred()
         if not result.delivered:
             self._undelivered("flush", result, budget)
         return result.delivered
@@ -322,6 +365,7 @@ class Run:
         result = pipeline.flush(budget)
         pipeline.shutdown()
         self._raise_key_refusal("finish")
+        self._raise_deferred()
         if not result.delivered:
             self._undelivered("finish", result, budget)
         elif self.dropped_records or self.failed_records:
@@ -354,6 +398,35 @@ class Run:
             self.errors.append(message)
         if self._on_error == "raise":
             raise refused_by_collector(refusal.status, message)
+
+    def _non_finite_episode(self, index: int, paths: List[str]) -> None:
+        """A NaN or ±Inf in an episode: JSON has no words for it. Raised at
+        the call under ``on_error="raise"``, as ``prime_runs`` fails its
+        upload on it (where, here, the collector would store null)."""
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        message = f"run {self.id}: episode {index} of a log_episodes() call holds NaN or Infinity at {shown}"
+        if self._on_error == "raise":
+            message += "; JSON has no words for them: nothing of the call was sent"
+            self.errors.append(message)
+            raise ValueError(message)
+        message += "; sent as null"
+        self.errors.append(message)
+        logger.warning("prime_otel: %s", message)
+
+    def _refused(self, refusal: Any) -> None:
+        """The delivery thread's word of records the collector refused for
+        good (a ``_delivery.Refusal``): kept in ``errors``; under
+        ``on_error="raise"`` the first is held for the next flush or finish."""
+        message = f"run {self.id}: {refusal.message}"
+        self.errors.append(message)
+        if self._on_error == "raise" and self._deferred_error is None:
+            self._deferred_error = rejected_by_collector(refusal.status, message)
+
+    def _raise_deferred(self) -> None:
+        """Raise the first held refusal, once."""
+        error, self._deferred_error = self._deferred_error, None
+        if error is not None:
+            raise error
 
     def fail(self, error: Union[str, BaseException], *, timeout: Optional[float] = None) -> None:
         self.finish(status=RunStatus.FAILED, error=_describe(error), timeout=timeout)
