@@ -46,7 +46,7 @@ func (b body) isDocument() bool {
 	}
 	for _, m := range b.members {
 		if m.key == docTraces {
-			isList = m.value[0] == '['
+			isList = m.v.raw[0] == '['
 		}
 	}
 	return isList
@@ -96,7 +96,7 @@ func readDocument(b body) document {
 	// members, read to recognise it, are spans of the document's text.
 	d.text = b.text
 	for _, m := range b.members {
-		_ = member(m.key, value{raw: m.value})
+		_ = member(m.key, m.v)
 	}
 	return d
 }

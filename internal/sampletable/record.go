@@ -84,7 +84,7 @@ func FromRecordIn(a *Arena, attrs pcommon.Map, body pcommon.Value, ts, observed 
 // mapRecord takes the sample limit of the per-trace fallback, so that
 // tests need not build 25 MiB documents to reach it.
 func mapRecord(a *Arena, attrs pcommon.Map, v pcommon.Value, created time.Time, sampleLimit int) (Record, error) {
-	b := readBody(v, a.memberRoom())
+	b := readBody(v, a.memberRoom(), a.index())
 	defer a.keepMembers(b.members)
 	if b.err == nil && b.isDocument() {
 		return fromDocument(a, attrs, b, created, sampleLimit)
