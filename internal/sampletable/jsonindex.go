@@ -238,7 +238,7 @@ func scalar(s string, t int, inArray bool) (int, bool) {
 		switch c := s[t]; {
 		case c == '-' || c-'0' <= 9:
 			if inArray {
-				end, ok = numberRun(s, t)
+				end, ok = numbers(s, t)
 			} else {
 				end, ok = scanNumber(s, t)
 			}

@@ -178,4 +178,6 @@ func TestTheIndexWithoutTheVectorScansAgreesWithTheScanner(t *testing.T) {
 	defer func() { cpu.X86.HasAVX2 = saved }()
 	cpu.X86.HasAVX2 = false
 	TestTheIndexAgreesWithTheScannerOnTextsAcrossBlocks(t)
+	TestNumberRunsAgreeWithEncodingJSONAcrossBlocks(t)
+	TestLongArraysOfNumbersAreIndexedAsTheScannerReadsThem(t)
 }
