@@ -43,6 +43,9 @@ type Arena struct {
 	// ix is the structural index of a record's body, reused record after
 	// record as members is: it lives only while the record is mapped.
 	ix *jsonIndex
+	// proj and slabs are the room of arenaroom.go.
+	proj  *projection
+	slabs rowSlabs
 }
 
 // index is the room for a record's body's structural index; nil (one of

@@ -22,7 +22,12 @@
 //     exporter allocated, and garbage collections paced by it cost more
 //     than the writing (arena.go). The price is a lifetime rule: no row's
 //     text outlives Release, which in -race builds (the test command's)
-//     zeroes it so that a test shows a breach.
+//     zeroes it so that a test shows a breach. The Arena also gives the
+//     rows themselves, carved out of slabs, and the room a record builds
+//     in and drops (its body's members and index, a native document's
+//     traces and graph), reused record after record (arenaroom.go): a 2 KB
+//     native document took thirteen allocations to map, now four a
+//     hundred records.
 //
 //   - Native documents. A body (a map, or a string holding a JSON object)
 //     with a top-level traces list is a verifiers Episode.to_record(), which

@@ -114,7 +114,7 @@ func fromColumns(a *Arena, attrs pcommon.Map, b body, created time.Time) (Record
 	if err != nil {
 		return Record{}, err
 	}
-	row := new(recordRow)
+	row := a.recordRow()
 	ep, cells := &row.rows[0], &row.cells
 	*ep = Episode{Step: step, CreatedAt: created}
 	if err := readScalars(&src, ep, &rec, cells); err != nil {
