@@ -51,7 +51,7 @@ func classifyNumberWords(block string, c *numberClasses) {
 // vectorRunAfter is how far into a run of numbers they are checked one by
 // one before the rest goes 64 bytes at a time: an array of a few numbers
 // is over before the words would pay for themselves.
-const vectorRunAfter = 128
+const vectorRunAfter = 32
 
 // numbers checks the run of numbers that starts at s[t] in an array, as
 // numberRun does: one by one to vectorRunAfter, 64 bytes at a time from
@@ -106,7 +106,13 @@ func numbersFrom(s string, t int) (end int, ok bool) {
 				stop = past & -past
 				run &= stop - 1
 			}
-			if !numberBlock(c, &carry, run, start, stop) {
+			ok := false
+			if start|stop == 0 && c.minus|c.plus|c.dot|c.exp == 0 && carry.exp|carry.dot|carry.sign|carry.startMinus == 0 {
+				ok = integerBlock(c, &carry)
+			} else {
+				ok = numberBlock(c, &carry, run, start, stop)
+			}
+			if !ok {
 				return 0, false
 			}
 			if stop != 0 {
@@ -124,7 +130,7 @@ func numbersFrom(s string, t int) (end int, ok bool) {
 // numberChunk is how many blocks are classified at a time: a run is
 // seldom much shorter, and a call of the vector scan a block cost a third
 // of checking one.
-const numberChunk = 4
+const numberChunk = 8
 
 // numberBlock applies the number grammar to one block's bytes of a run
 // (run; start the run's first byte, stop the byte after its last, when
@@ -169,5 +175,26 @@ func numberBlock(c *numberClasses, cr *numberCarries, run, start, stop uint64) b
 
 	cr.digit, cr.exp, cr.comma, cr.dot = d>>63, e>>63, comma>>63, p>>63
 	cr.sign, cr.startMinus, cr.intZero = sign>>63, startMinus>>63, intZero>>63
+	return bad == 0
+}
+
+// integerBlock is numberBlock for a block inside a run that holds digits
+// and commas alone (a run of token ids), after a block that leaves no
+// sign, fraction or exponent pending: every number starts with a digit,
+// no 0 leads a longer one, and every digit run ends at a comma, which
+// each kind of run may end at; only the additions' carries are needed for
+// the next block. A third of numberBlock's work, on half of a tokens
+// document's number bytes.
+func integerBlock(c *numberClasses, cr *numberCarries) bool {
+	d, comma := c.digit, c.comma
+	starts := comma<<1 | cr.comma
+	intStarts := starts & d
+	intZero := intStarts & c.zero
+	bad := starts &^ d // a number starts with a digit, after one comma
+	bad |= (intZero<<1 | cr.intZero) & d
+	_, cr.intRun = bits.Add64(intStarts, d, cr.intRun)
+	_, cr.fracRun = bits.Add64(0, d, cr.fracRun)
+	_, cr.expRun = bits.Add64(0, d, cr.expRun)
+	cr.digit, cr.comma, cr.intZero = d>>63, comma>>63, intZero>>63
 	return bad == 0
 }
