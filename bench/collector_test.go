@@ -10,7 +10,7 @@ func TestEveryConfigurationGetsTheSameQueueAndOnlyItsExporter(t *testing.T) {
 		cfg := collectorConfig{grpcAddr: "127.0.0.1:1", metricsHost: "127.0.0.1", metricsPort: 2, exporterID: id, exporterYAML: "\n    k: v", block: true, queueMiB: defaultQueueMiB}.render()
 		for _, want := range []string{
 			"  " + id + ":\n    k: v\n    sending_queue:\n",
-			"sizer: bytes\n      queue_size: 268435456\n      num_consumers: 4\n      block_on_overflow: true\n",
+			"sizer: bytes\n      queue_size: 33554432\n      num_consumers: 4\n      block_on_overflow: true\n",
 			"min_size: 1048576\n        max_size: 8388608\n        flush_timeout: 200ms\n",
 			"exporters: [" + id + "]",
 		} {

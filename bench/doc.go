@@ -1,5 +1,5 @@
-// Command primebench is the project's end-to-end benchmark (issues 11 and
-// 34, run by scripts/bench.sh, not part of CI): how many prime.episode records a
+// Command primebench is the project's end-to-end benchmark (issues 11, 34
+// and 45, run by scripts/bench.sh, not part of CI): how many prime.episode records a
 // collector with the prime exporter moves per second and per CPU second,
 // next to the same collector with the debug exporter (the pipeline's floor)
 // and with the otlphttp exporter (a stock exporter that also encodes,
@@ -19,8 +19,11 @@
 //     that the compression figures are honest.
 //   - One collector binary (bench/builder-config.yaml) and one config shape
 //     for all three: the otlp gRPC receiver and the same in-memory
-//     sending_queue (bytes sizer, 256 MiB, 4 consumers, batches of 1–8 MiB
-//     or 200 ms); only the exporter differs. Each configuration runs with
+//     sending_queue (bytes sizer, 32 MiB unless -queue-mib says
+//     otherwise, 4 consumers, batches of 1–8 MiB or 200 ms); only the
+//     exporter differs. 32 MiB is about what the consumers hold in flight:
+//     a deeper backlog costs prime CPU that debug, which never falls
+//     behind, does not pay (docs/performance.md). Each configuration runs with
 //     the queue blocking when full (block_on_overflow: a full queue slows
 //     the senders down, as it would a trainer) and refusing when full (the
 //     senders send again after 20 ms, as an SDK retries): peak queue bytes
@@ -51,6 +54,10 @@
 //   - Reps are interleaved (rep 1: prime, debug, otlphttp; rep 2: …) so
 //     drift on a shared machine hits every configuration alike; each figure
 //     is the median over reps.
+//   - The report ends with issue 45's targets in one table, a shape a row:
+//     each load's CPU per episode against debug's plus the floor beside
+//     its target (2 KB at most 2.0, 200 KB at most 1.3) and whether the run
+//     meets it, and the 2 KB load's throughput beside debug's.
 //   - CPU profiles of prime and debug (-profile-dir) come from an extra run
 //     each with the pprof extension, kept out of the measured reps; debug's
 //     is the receiver's share, which prime pays too.

@@ -154,7 +154,7 @@ func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(o.run.workDir, 0o755); err != nil {
 		return err
 	}
-	rep := report{cores: runtime.GOMAXPROCS(0), reps: o.reps, figs: map[column]map[string]figures{}, floors: map[string]time.Duration{}}
+	rep := report{cores: runtime.GOMAXPROCS(0), reps: o.reps, queueMiB: o.run.queueMiB, figs: map[column]map[string]figures{}, floors: map[string]time.Duration{}}
 	for _, spec := range o.loads {
 		built := time.Now()
 		l, err := buildLoad(spec, runtime.GOMAXPROCS(0))

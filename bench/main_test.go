@@ -33,13 +33,13 @@ func TestEveryShapeRunsBothSizesUnlessShapesPicksSome(t *testing.T) {
 	}
 }
 
-func TestTheQueueIs256MiBUnlessQueueMiBSaysOtherwise(t *testing.T) {
+func TestTheQueueIs32MiBUnlessQueueMiBSaysOtherwise(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want int
 	}{
-		{nil, 256},
-		{[]string{"-queue-mib", "32"}, 32},
+		{nil, 32},
+		{[]string{"-queue-mib", "256"}, 256},
 	} {
 		o, err := parseFlags(append([]string{"-collector", "x"}, tc.args...))
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -79,12 +80,13 @@ func (c column) String() string { return c.size + " " + string(c.mode) }
 
 // report is every figure of a run.
 type report struct {
-	cores  int // the machine's, which the collector and the harness share
-	reps   int
-	loads  []*load
-	cols   []column
-	figs   map[column]map[string]figures
-	floors map[string]time.Duration // per load: the Snappy floor per episode
+	cores    int // the machine's, which the collector and the harness share
+	reps     int
+	queueMiB int // every measured exporter's sending queue
+	loads    []*load
+	cols     []column
+	figs     map[column]map[string]figures
+	floors   map[string]time.Duration // per load: the Snappy floor per episode
 }
 
 // printLoad prints one load's table in one overflow mode.
@@ -166,21 +168,6 @@ func floorThroughput(r *report, col column) (float64, bool) {
 	return p.episodesPerSec / floorAllows(r, d, fl), true
 }
 
-// floorOnlyCPU is the least CPU per episode against debug's that any
-// writer of the table reads: debug's work, which every exporter behind the
-// same receiver and queue does, plus the Snappy floor, with no JSON read,
-// no rows and no upload. A CPU target below it is past what any writer of
-// the table can reach. (Throughput has no such bound: debug and the
-// senders leave the cores partly idle on the JSON shapes, so the floor
-// allows, printed among the ratios, is a model and not a limit.)
-func floorOnlyCPU(r *report, col column) (float64, bool) {
-	_, d, fl, ok := withFloor(r, col)
-	if !ok || d.cpuPer1k == 0 {
-		return 0, false
-	}
-	return (float64(d.cpuPer1k) + 1000*float64(fl)) / float64(d.cpuPer1k), true
-}
-
 func (r *report) ratios() []ratio {
 	eps := func(f figures) float64 { return f.episodesPerSec }
 	cpu := func(f figures) float64 { return float64(f.cpuPer1k) }
@@ -246,67 +233,85 @@ func (r *report) printRatios(w io.Writer, shape string) {
 	fmt.Fprintf(w, "(floor-bound: 1/(1/debug's episodes/s + floor/%d cores); the floor per episode is in each load's table)\n", r.cores)
 }
 
-// goal is one of issue 34's targets: a ratio on every shape's small (2 KB)
-// or large (200 KB) load, with the queue blocking when full. best, when
-// set, is what the Snappy floor alone would read on the same ratio.
+// goal is one of issue 45's targets: prime's CPU per episode against
+// debug's plus the Snappy floor (floorCPU) at most limit, on every
+// shape's small (2 KB) or large (200 KB) load, with the queue blocking
+// when full.
 type goal struct {
-	label  string
-	large  bool
-	limit  float64
-	atMost bool
-	best   func(*report, column) (float64, bool)
+	large bool
+	limit float64
 }
 
-func goals() []goal {
-	return []goal{
-		{"throughput   prime/debug", false, 0.8, false, nil},
-		{"CPU/episode  prime/debug", false, 1.5, true, floorOnlyCPU},
-		{"CPU/episode  prime/(debug+floor)", true, 1.3, true, nil},
-	}
-}
+func goals() []goal { return []goal{{false, 2.0}, {true, 1.3}} }
 
-// printTargets says which of issue 34's targets this run meets, shape by
-// shape, and where the floor alone reads past a target, says so: no
-// exporter that writes the table can meet that one.
+// printTargets says in one table, a shape a row, which of issue 45's
+// targets this run meets: each load's CPU against debug's plus the floor
+// beside its target, and the small load's throughput beside debug's (the
+// target there is no regression, which a run alone cannot tell).
 func (r *report) printTargets(w io.Writer) {
-	row := map[string]func(*report, column) (float64, bool){}
-	for _, rt := range r.ratios() {
-		row[rt.label] = rt.get
+	type cell struct {
+		text string
+		ok   bool
 	}
-	header := false
+	var rows [][]cell
+	headers := make([]string, len(goals()))
 	for _, sh := range r.shapes() {
-		for _, t := range goals() {
-			for _, c := range r.cols {
-				if c.shape != sh || c.large != t.large || c.mode != block {
-					continue
-				}
-				v, ok := row[t.label](r, c)
-				if !ok {
-					continue
-				}
-				if !header {
-					fmt.Fprintln(w, "\ntargets (issue 34), queue blocking when full")
-					header = true
-				}
-				op, met := "≥", func(x float64) bool { return x >= t.limit }
-				if t.atMost {
-					op, met = "≤", func(x float64) bool { return x <= t.limit }
-				}
-				verdict := "met"
-				if !met(v) {
-					verdict = "NOT met"
-				}
-				bound := ""
-				if t.best != nil {
-					if b, ok := t.best(r, c); ok {
-						bound = fmt.Sprintf("; the floor alone %.2f", b)
-						if !met(b) {
-							verdict += ", past the floor"
-						}
+		row := make([]cell, 0, len(goals())+1)
+		for i, t := range goals() {
+			c := cell{text: "-"}
+			if col, ok := r.blocking(sh, t.large); ok {
+				headers[i] = col.size + " CPU/(debug+floor)"
+				if v, ok := floorCPU(r, col); ok {
+					verdict := "met"
+					if v > t.limit {
+						verdict = "NOT met"
 					}
+					c = cell{fmt.Sprintf("%.2f (≤ %.2f) %s", v, t.limit, verdict), true}
 				}
-				fmt.Fprintf(w, "  %-10s %-6s %-34s %6.2f  (target %s %.2f%s)  %s\n", sh, c.size, t.label, v, op, t.limit, bound, verdict)
+			}
+			row = append(row, c)
+		}
+		c := cell{text: "-"}
+		if col, ok := r.blocking(sh, false); ok {
+			p, okP := r.figs[col]["prime"]
+			d, okD := r.figs[col]["debug"]
+			if okP && okD && d.episodesPerSec > 0 {
+				c = cell{fmt.Sprintf("%.0f / %.0f = %.2f", p.episodesPerSec, d.episodesPerSec, p.episodesPerSec/d.episodesPerSec), true}
 			}
 		}
+		rows = append(rows, append(row, c))
 	}
+	any := false
+	for _, row := range rows {
+		for _, c := range row {
+			any = any || c.ok
+		}
+	}
+	if !any {
+		return
+	}
+	fmt.Fprintf(w, "\ntargets (issue 45), queue blocking when full, %d MiB: CPU per episode against debug's plus the Snappy floor\n", r.queueMiB)
+	fmt.Fprintf(w, "%-10s", "shape")
+	for _, h := range headers {
+		fmt.Fprintf(w, "  %-28s", cmp.Or(h, "CPU/(debug+floor)"))
+	}
+	fmt.Fprintf(w, "  %s\n", "small load's episodes/s: prime / debug")
+	for i, sh := range r.shapes() {
+		fmt.Fprintf(w, "%-10s", sh)
+		for _, c := range rows[i][:len(goals())] {
+			fmt.Fprintf(w, "  %-28s", c.text)
+		}
+		fmt.Fprintf(w, "  %s\n", rows[i][len(goals())].text)
+	}
+}
+
+// blocking is shape's small or large load with the queue blocking when
+// full, if it ran.
+func (r *report) blocking(shape string, large bool) (column, bool) {
+	for _, c := range r.cols {
+		if c.shape == shape && c.large == large && c.mode == block {
+			return c, true
+		}
+	}
+	return column{}, false
 }

@@ -26,8 +26,9 @@ func TestTheReportGivesEachShapeItsOwnRatiosAndTargets(t *testing.T) {
 	small, large := column{"verifiers", "2KB", false, block}, column{"verifiers", "200KB", true, block}
 	plainSmall := column{"plain", "2KB", false, block}
 	r := &report{
-		cores: 2,
-		cols:  []column{plainSmall, small, {"verifiers", "2KB", false, refuse}, large},
+		cores:    2,
+		queueMiB: 32,
+		cols:     []column{plainSmall, small, {"verifiers", "2KB", false, refuse}, large},
 		figs: map[column]map[string]figures{
 			plainSmall: {
 				"prime": {episodesPerSec: 900, cpuPer1k: 14 * time.Millisecond},
@@ -46,8 +47,6 @@ func TestTheReportGivesEachShapeItsOwnRatiosAndTargets(t *testing.T) {
 				"debug": {episodesPerSec: 1000, cpuPer1k: 200 * time.Millisecond},
 			},
 		},
-		// The small load's floor, 6 µs against debug's 10, puts its CPU
-		// target past what the floor alone reads (1.6).
 		floors: map[string]time.Duration{"verifiers-200KB": 600 * time.Microsecond, "verifiers-2KB": 6 * time.Microsecond},
 	}
 	var out bytes.Buffer
@@ -66,23 +65,19 @@ func TestTheReportGivesEachShapeItsOwnRatiosAndTargets(t *testing.T) {
 		"CPU/episode  prime/debug                  3.00              -           5.00",
 		"CPU/episode  prime/(debug+floor)          1.88              -           1.25",
 		"peak queue   prime/otlphttp               3.00           1.00              -",
-		"targets (issue 34), queue blocking when full",
-		"plain      2KB    throughput   prime/debug             0.90  (target ≥ 0.80)  met",
-		"plain      2KB    CPU/episode  prime/debug             1.40  (target ≤ 1.50)  met",
-		"verifiers  2KB    throughput   prime/debug             0.25  (target ≥ 0.80)  NOT met",
-		"verifiers  2KB    CPU/episode  prime/debug             3.00  (target ≤ 1.50; the floor alone 1.60)  NOT met, past the floor",
-		"verifiers  200KB  CPU/episode  prime/(debug+floor)     1.25  (target ≤ 1.30)  met",
+		"targets (issue 45), queue blocking when full, 32 MiB: CPU per episode against debug's plus the Snappy floor",
+		"shape 2KB CPU/(debug+floor) 200KB CPU/(debug+floor) small load's episodes/s: prime / debug",
+		"plain - - 900 / 1000 = 0.90",
+		"verifiers 1.88 (≤ 2.00) met 1.25 (≤ 1.30) met 100 / 400 = 0.25",
 	} {
 		if want = strings.Join(strings.Fields(want), " "); !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
 	}
-	if n := strings.Count(got, "past the floor"); n != 1 {
-		t.Errorf("%d targets past the floor, want verifiers' 2 KB CPU alone:\n%s", n, out.String())
-	}
-	// The refusing mode has no target; plain's large load did not run.
-	if n := strings.Count(got, "(target"); n != 5 {
-		t.Errorf("%d targets, want 3 for verifiers and 2 for plain:\n%s", n, out.String())
+	// The refusing mode has no target; plain's floor and large load are
+	// missing.
+	if n := strings.Count(got, "(≤"); n != 2 {
+		t.Errorf("%d targets, want verifiers' 2:\n%s", n, out.String())
 	}
 	plain := got[:strings.Index(got, "ratios, shape verifiers")]
 	if strings.Contains(plain, "200KB") {

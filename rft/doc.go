@@ -71,6 +71,8 @@
 // net/http's default for the dial, TLS and idle settings, so that
 // CloseIdleConnections at shutdown releases the store's keep-alive
 // connections along with the platform's and touches no other client's.
+// Its connections take a PUT's body in one write from where it lies
+// (putbody.go) rather than through a 32 KB buffer a write.
 //
 // # Prime Traces
 //

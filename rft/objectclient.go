@@ -2,6 +2,7 @@ package rft
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -47,6 +48,12 @@ func newObjectClient(proxyURL string, timeout time.Duration, fromEnv proxyFunc) 
 		tr = &http.Transport{ForceAttemptHTTP2: true}
 	}
 	tr.Proxy = proxy
+	// A PUT's body is written from where it lies (directConn).
+	dial := tr.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	tr.DialContext = dialDirect(dial)
 	// Object stores speak HTTP/1.1, one PUT a connection: keep one per
 	// upload in flight (the exporter sends many at once), not Go's two.
 	tr.MaxIdleConnsPerHost = maxIdlePutConns

@@ -1,14 +1,12 @@
 package rft
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"math"
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -69,7 +67,7 @@ func (c *Client) Put(ctx context.Context, presignedURL string, body []byte) erro
 		return c.refuse(opPut, "the presigned URL is not an absolute http(s) URL")
 	}
 	_, err := c.retry(ctx, opPut, c.putAttempts, (*Error).Retryable, func(ctx context.Context) (exchange, *Error) {
-		rb := newReturnedBody(body)
+		rb := newPutBody(body)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut, presignedURL, rb)
 		if err != nil {
 			return exchange{}, c.refuse(opPut, "cannot build the request")
@@ -89,30 +87,6 @@ func (c *Client) Put(ctx context.Context, presignedURL string, body []byte) erro
 	})
 	return err
 }
-
-// returnedBody is a PUT's body that says when the transport is done with
-// it. net/http may still be writing a body after the answer came (an early
-// error answer, a cancellation), and Put's caller reuses the bytes for the
-// next object as soon as Put returns, so Put waits for the body to be
-// given back.
-type returnedBody struct {
-	*bytes.Reader
-	once sync.Once
-	done chan struct{}
-}
-
-func newReturnedBody(b []byte) *returnedBody {
-	return &returnedBody{Reader: bytes.NewReader(b), done: make(chan struct{})}
-}
-
-// Close is the transport giving the body back; it always does, on every
-// path.
-func (r *returnedBody) Close() error {
-	r.once.Do(func() { close(r.done) })
-	return nil
-}
-
-func (r *returnedBody) wait() { <-r.done }
 
 // Confirm tells the platform an uploaded object is in place (POST
 // /rft/samples/confirm).

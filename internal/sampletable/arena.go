@@ -40,6 +40,24 @@ type Arena struct {
 	// verifiers episodes (the rows keep the body's text, so escape
 	// analysis puts any array of the caller's on the heap too).
 	members []member
+	// ix is the structural index of a record's body, reused record after
+	// record as members is: it lives only while the record is mapped.
+	ix *jsonIndex
+	// proj and slabs are the room of arenaroom.go.
+	proj  *projection
+	slabs rowSlabs
+}
+
+// index is the room for a record's body's structural index; nil (one of
+// its own) for a nil Arena.
+func (a *Arena) index() *jsonIndex {
+	if a == nil {
+		return nil
+	}
+	if a.ix == nil {
+		a.ix = new(jsonIndex)
+	}
+	return a.ix
 }
 
 // memberRoom is the room for a record's body members; nil (a slice of

@@ -10,10 +10,13 @@ import (
 // pdata for a map body, spans of the compact JSON text for a string body,
 // so one projection serves both and text is never decoded into values.
 // Text was checked once, when the body was read, and is not checked again:
-// a walk skips a value by its brackets and quotes (skipValue). At 200
-// KB that took the walks of a document's traces and nodes, which read its
-// token arrays number by number at each level, from two fifths of mapping
-// it to a fifth (BenchmarkVerifiersMap, native and tokens).
+// a walk reads the body's structural index (jsonindex_walk.go), passing
+// over a container in one step, or, for text without one, skips a value
+// by its brackets and quotes (skipValue). At 200 KB skipValue took the
+// walks of a document's traces and nodes, which read its token arrays
+// number by number at each level, from two fifths of mapping it to a
+// fifth (BenchmarkVerifiersMap, native and tokens); the index took them
+// to a few per cent.
 // Each level is walked once, picking out the members it needs; a member
 // given twice takes its last value, as encoding/json and Python's
 // json.loads do.
@@ -51,6 +54,9 @@ func (f value) forMembers(fn func(key string, v value) error) (isMap bool, err e
 	if f.raw[0] != '{' {
 		return false, nil
 	}
+	if f.ix != nil {
+		return true, f.ix.members(f.at, func(k string, v value) error { return fn(unquote(k), v) })
+	}
 	// The text was checked when the body was read: the walk checks
 	// nothing again (walkMembers) and cannot fail but through fn.
 	_, err = walkMembers(f.raw, 0, func(k, v string) error { return fn(unquote(k), value{raw: v}) })
@@ -83,6 +89,17 @@ func (f value) forMapElements(member func(key string, v value) error, done func(
 	}
 	if f.raw[0] != '[' {
 		return false, nil
+	}
+	if f.ix != nil {
+		return true, f.ix.elements(f.at, func(i int, el value) error {
+			if el.raw[0] != '{' {
+				return notMap(i, el)
+			}
+			if err := el.ix.members(el.at, func(k string, v value) error { return member(unquote(k), v) }); err != nil {
+				return err
+			}
+			return done(i)
+		})
 	}
 	err = eachElement(f.raw, func(i, start int) (int, error) {
 		if f.raw[start] != '{' {

@@ -36,12 +36,12 @@ func ReadEvalBody(v pcommon.Value) (EvalBody, error) {
 		}
 		s = validText(s)
 		var err error
-		if b, err = objectBody(s, nil); err != nil {
+		if b, err = objectBody(s, nil, nil); err != nil {
 			py, changed := RewriteJSON(s, false, true)
 			if !changed {
 				return EvalBody{}, rejection(reject.BadBody, bodyField, "body looks like a JSON object but does not parse: %v", err)
 			}
-			if b, err = objectBody(py, nil); err != nil {
+			if b, err = objectBody(py, nil, nil); err != nil {
 				return EvalBody{}, rejection(reject.BadBody, bodyField, "body looks like a JSON object but does not parse: %v", err)
 			}
 		}

@@ -188,7 +188,7 @@ func FuzzDocument(f *testing.F) {
 		if kind&2 != 0 && !rec.Eval {
 			t.Fatal("eval work taken as train")
 		}
-		if b := readBody(body, nil); b.err == nil && b.isDocument() && rec.Document == nil {
+		if b := readBody(body, nil, nil); b.err == nil && b.isDocument() && rec.Document == nil {
 			t.Fatal("a document without Document")
 		}
 		checkRecord(t, rec)

@@ -224,16 +224,18 @@ func scanLiteral(s string, i int, lit string) (int, bool) {
 }
 
 // scanNumber scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func scanNumber(s string, i int) (int, bool) { return scanNumbers(s, i, false) }
+func scanNumber(s string, i int) (int, bool) { return scanNumbers(s, i, 0) }
 
 // numberRun scans the numbers from s[i] on while each is followed by a
 // comma and another number, and returns the index just after the last:
 // a token-id or logprob array's elements in one loop, where a call and the
 // container's checks for each cost a third of checking such an array.
 // What follows the last number is the container's to check.
-func numberRun(s string, i int) (int, bool) { return scanNumbers(s, i, true) }
+func numberRun(s string, i int) (int, bool) { return scanNumbers(s, i, len(s)) }
 
-func scanNumbers(s string, i int, run bool) (int, bool) {
+// scanNumbers scans a number, and the numbers after it while each is
+// followed by a comma and another and the last ended before limit.
+func scanNumbers(s string, i, limit int) (int, bool) {
 	for {
 		if s[i] == '-' {
 			i++
@@ -264,7 +266,7 @@ func scanNumbers(s string, i int, run bool) (int, bool) {
 			}
 			i = j
 		}
-		if !run || i+1 >= len(s) || s[i] != ',' {
+		if i >= limit || i+1 >= len(s) || s[i] != ',' {
 			return i, true
 		}
 		if c := s[i+1]; c != '-' && c-'0' > 9 {

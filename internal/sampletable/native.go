@@ -46,7 +46,7 @@ func (b body) isDocument() bool {
 	}
 	for _, m := range b.members {
 		if m.key == docTraces {
-			isList = m.value[0] == '['
+			isList = m.v.raw[0] == '['
 		}
 	}
 	return isList
@@ -96,7 +96,7 @@ func readDocument(b body) document {
 	// members, read to recognise it, are spans of the document's text.
 	d.text = b.text
 	for _, m := range b.members {
-		_ = member(m.key, value{raw: m.value})
+		_ = member(m.key, m.v)
 	}
 	return d
 }
@@ -148,7 +148,9 @@ func fromDocument(a *Arena, attrs pcommon.Map, b body, created time.Time, sample
 // that row's sample is larger than sampleLimit, one per trace. Traces
 // without branches have no row.
 func (d *document) project(a *Arena, step int64, created time.Time, sampleLimit int) ([]Episode, error) {
-	traces, err := readTraces(d.traces)
+	p := a.projection()
+	traces, err := readTraces(d.traces, p.traces[:0])
+	p.traces = traces
 	if err != nil || len(traces) == 0 {
 		return nil, err
 	}
@@ -169,7 +171,9 @@ func (d *document) project(a *Arena, step int64, created time.Time, sampleLimit 
 		if row.branches == 0 {
 			return nil, nil
 		}
-		return []Episode{ep}, nil
+		row := a.docRow()
+		row[0] = ep
+		return row[:], nil
 	}
 	rows := make([]Episode, 0, len(traces))
 	for i := range traces {

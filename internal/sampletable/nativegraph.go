@@ -31,8 +31,11 @@ type graph struct {
 	calls []callUsage
 }
 
-func (t *trace) graph() (graph, error) {
-	var g graph
+// graph reads the trace's graph into p's room, which it keeps for the
+// next trace's.
+func (t *trace) graph(p *projection) (graph, error) {
+	g := graph{nodes: p.nodes[:0], calls: p.calls[:0]}
+	defer func() { p.nodes, p.calls = g.nodes[:0], g.calls[:0] }()
 	if !t.nodes.ok {
 		return g, nil
 	}
@@ -169,8 +172,9 @@ func (t *trace) readUsage(i int, usage optValue) (callUsage, error) {
 // withAdvantage. A branch repeats its whole prefix, so paths are walked
 // twice, to size the text and to write it, rather than kept: a wide, deep
 // graph would hold leaves × depth of them. The text is written into a.
-func (g *graph) write(a *Arena, t *trace, r *traceRow, adv *float64, withAdvantage bool) error {
-	var path []int
+func (g *graph) write(a *Arena, t *trace, r *traceRow, adv *float64, withAdvantage bool, p *projection) error {
+	path := p.path[:0]
+	defer func() { p.path = path[:0] }()
 	size := 2
 	for leaf, n := range g.nodes {
 		if n.hasChild {

@@ -16,9 +16,10 @@ type trace struct {
 	id, tools, isCompleted, stopCondition, errors             optValue // v0 only
 }
 
-// readTraces reads the members of every trace, in one pass over them.
-func readTraces(list optValue) ([]trace, error) {
-	var traces []trace
+// readTraces reads the members of every trace, in one pass over them,
+// into room.
+func readTraces(list optValue, room []trace) ([]trace, error) {
+	traces := room
 	var tr trace
 	_, err := list.forMapElements(func(k string, v value) error {
 		if f := tr.member(k); f != nil {
@@ -171,7 +172,7 @@ type rowCells struct {
 // evaluation's v0 sample has no advantage key. The trajectory is written
 // into a.
 func (t *trace) project(a *Arena, adv *float64, withAdvantage bool) (traceRow, error) {
-	r := traceRow{cells: new(rowCells)}
+	r := traceRow{cells: a.rowCells()}
 	c := r.cells
 	if data := t.task.pick("data"); data.ok {
 		c.task = data.json()
@@ -199,11 +200,12 @@ func (t *trace) project(a *Arena, adv *float64, withAdvantage bool) (traceRow, e
 		c.reward = reward
 		r.reward = &c.reward
 	}
-	g, err := t.graph()
+	p := a.projection()
+	g, err := t.graph(p)
 	if err != nil {
 		return traceRow{}, err
 	}
-	if err := g.write(a, t, &r, adv, withAdvantage); err != nil {
+	if err := g.write(a, t, &r, adv, withAdvantage, p); err != nil {
 		return traceRow{}, err
 	}
 	return r, nil

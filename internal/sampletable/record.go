@@ -84,7 +84,7 @@ func FromRecordIn(a *Arena, attrs pcommon.Map, body pcommon.Value, ts, observed 
 // mapRecord takes the sample limit of the per-trace fallback, so that
 // tests need not build 25 MiB documents to reach it.
 func mapRecord(a *Arena, attrs pcommon.Map, v pcommon.Value, created time.Time, sampleLimit int) (Record, error) {
-	b := readBody(v, a.memberRoom())
+	b := readBody(v, a.memberRoom(), a.index())
 	defer a.keepMembers(b.members)
 	if b.err == nil && b.isDocument() {
 		return fromDocument(a, attrs, b, created, sampleLimit)
@@ -114,7 +114,7 @@ func fromColumns(a *Arena, attrs pcommon.Map, b body, created time.Time) (Record
 	if err != nil {
 		return Record{}, err
 	}
-	row := new(recordRow)
+	row := a.recordRow()
 	ep, cells := &row.rows[0], &row.cells
 	*ep = Episode{Step: step, CreatedAt: created}
 	if err := readScalars(&src, ep, &rec, cells); err != nil {

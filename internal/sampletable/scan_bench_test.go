@@ -35,7 +35,7 @@ func bodyColumns() []string {
 // scannedBodyText reads body with the scanner, through FromRecord's own
 // functions.
 func scannedBodyText(attrs pcommon.Map, body pcommon.Value, advantage *float64) (bodyText, error) {
-	src, err := newSource(attrs, readBody(body, nil))
+	src, err := newSource(attrs, readBody(body, nil, nil))
 	if err != nil {
 		return bodyText{}, err
 	}

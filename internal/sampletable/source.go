@@ -29,6 +29,11 @@ func rejection(reason reject.Reason, field, format string, args ...any) *reject.
 type value struct {
 	v   pcommon.Value // when raw is ""
 	raw string
+	// ix is the index of the text raw is a span of, when it has one, and
+	// at raw's entry in it: the walks of a string or container read it
+	// (jsonindex_walk.go). A number or literal has none.
+	ix *jsonIndex
+	at uint32
 }
 
 // field is one column's value as the record gives it.
@@ -129,8 +134,11 @@ func parseJSONFloat(text string) float64 {
 	return f
 }
 
-// member is one key of a body given as JSON text.
-type member struct{ key, value string }
+// member is one key of a body given as JSON text, and its value.
+type member struct {
+	key string
+	v   value
+}
 
 // body is a record's body, read once: a map, the members of a JSON object
 // given as text, or nothing (no body, or a log line a bridge put there).
@@ -153,7 +161,9 @@ type body struct {
 // readBody reads a body: a map, or a string holding a JSON object. Other
 // text is not the episode's and is ignored; text that starts like an
 // object but does not parse is an error, since it was meant as the episode.
-func readBody(v pcommon.Value, room []member) body {
+// room and ix are where its members and its index go (Arena.memberRoom,
+// Arena.index); nil gives them memory of their own.
+func readBody(v pcommon.Value, room []member, ix *jsonIndex) body {
 	switch v.Type() {
 	case pcommon.ValueTypeEmpty:
 	case pcommon.ValueTypeMap:
@@ -163,18 +173,15 @@ func readBody(v pcommon.Value, room []member) body {
 		if firstNonSpace(s) != '{' {
 			break
 		}
-		// Invalid UTF-8 can only sit inside JSON strings; replacing it once
-		// here keeps every span cut from the body valid text.
-		s = validText(s)
-		b, err := objectBody(s, room)
+		b, err := objectBody(s, room, ix)
 		if err == nil {
 			return b
 		}
 		// Python's json.dumps writes NaN and ±Inf as NaN and Infinity,
 		// which are not JSON. A native document is taken with them as null,
 		// as the SDK would store them; a column-keyed body keeps its rules.
-		if py, changed := RewriteJSON(s, false, true); changed {
-			if pb, err := objectBody(py, room[:0]); err == nil && pb.isDocument() {
+		if py, changed := RewriteJSON(validText(s), false, true); changed {
+			if pb, err := objectBody(py, room[:0], ix); err == nil && pb.isDocument() {
 				return pb
 			}
 		}
@@ -186,14 +193,36 @@ func readBody(v pcommon.Value, room []member) body {
 }
 
 // objectBody reads the JSON text of an object into its members, written
-// over room (Arena.memberRoom); a nil room is a slice of their own.
-func objectBody(s string, room []member) (body, error) {
+// over room; a nil room or ix is memory of their own. Invalid UTF-8, which
+// can only sit inside JSON strings, is replaced first, so that every span
+// cut from the body is valid text; the index's pass tells whether the
+// text has any byte that could be part of it, which chat text seldom has.
+// Text the index refuses is read by the scanner, whose error names where
+// it goes wrong.
+func objectBody(s string, room []member, ix *jsonIndex) (body, error) {
 	if room == nil {
 		room = make([]member, 0, 16)
 	}
-	b := body{text: s, members: room[:0]}
-	var err error
-	b.compact, err = scanMembers(s, func(k, v string) error {
+	if ix == nil {
+		ix = new(jsonIndex)
+	}
+	compact, ascii, ok := ix.build(s)
+	if !ascii {
+		if valid := validText(s); len(valid) != len(s) || valid != s {
+			s = valid
+			compact, _, ok = ix.build(s)
+		}
+	}
+	b := body{text: s, members: room[:0], compact: compact}
+	if !ok || len(ix.entries) == 0 || s[ix.entries[0].start] != '{' {
+		var err error
+		b.compact, err = scanMembers(s, func(k, v string) error {
+			b.members = append(b.members, member{unquote(k), value{raw: v}})
+			return nil
+		})
+		return b, err
+	}
+	err := ix.members(0, func(k string, v value) error {
 		b.members = append(b.members, member{unquote(k), v})
 		return nil
 	})
@@ -319,16 +348,16 @@ func (s *source) get(column string) (field, bool) {
 	// The last of duplicate keys wins, as with encoding/json.
 	for i := len(s.members) - 1; i >= 0; i-- {
 		if s.members[i].key == column {
-			return jsonField(column, s.members[i].value)
+			return jsonField(column, s.members[i].v)
 		}
 	}
 	return field{}, false
 }
 
 // jsonField is the field of a JSON value's text; null is no value.
-func jsonField(column, text string) (field, bool) {
-	if text == "null" {
+func jsonField(column string, v value) (field, bool) {
+	if v.raw == "null" {
 		return field{}, false
 	}
-	return field{column: column, value: value{raw: text}}, true
+	return field{column: column, value: v}, true
 }

@@ -188,95 +188,132 @@ type span struct {
 
 // textTrajectory rewrites a trajectory given as JSON text. checked says
 // the text was accepted already, as the span of a body that was scanned
-// whole: its branches are then walked by their brackets and quotes alone
-// (walkMembers, skipValue), not checked a second time. That second check
-// read every number again, one digit at a time: with token ids and
-// logprobs in the branches, it was as much as the body's own check.
+// whole: its branches are then walked through the body's index
+// (jsonindex_walk.go), or by their brackets and quotes alone (walkMembers,
+// skipValue), not checked a second time. That second check read every
+// number again, one digit at a time: with token ids and logprobs in the
+// branches, it was as much as the body's own check.
 func textTrajectory(a *Arena, f field, text, adv string, checked bool) (trajectory, error) {
-	var t trajectory
+	w := branchWriter{f: f, adv: adv}
 	// Room for the text, a thirty-second more (advantages longer than the
 	// branches' own) and an advantage added to four branches: past it,
 	// the buffer moves to memory of its own, which costs a copy, not a
 	// wrong byte.
-	sb := pjson.NewBuffer(a.take(len(text) + len(text)/32 + 4*(len(branchAdvantage)+len(adv)+4)))
-	sb.WriteByte('[')
-	var messages span // the last branch's "messages", when a list or map
-	err := eachElement(text, func(i, start int) (int, error) {
-		if text[start] != '{' {
-			var end int
-			ok := true
-			if checked {
-				end = skipValue(text, start)
-			} else {
-				end, ok = scanValue(text, start, 1)
+	w.sb = pjson.NewBuffer(a.take(len(text) + len(text)/32 + 4*(len(branchAdvantage)+len(adv)+4)))
+	w.sb.WriteByte('[')
+	var err error
+	if checked && f.ix != nil {
+		err = f.ix.elements(f.at, func(i int, el value) error {
+			if el.raw[0] != '{' {
+				return notABranch(f, i, jsonKind(el.raw))
 			}
-			if !ok {
-				return end, &syntaxError{Offset: end}
+			w.begin(i)
+			if err := el.ix.members(el.at, func(k string, v value) error { return w.member(k, v.raw) }); err != nil {
+				return err
 			}
-			return end, notABranch(f, i, jsonKind(text[start:end]))
-		}
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		t.branches++
-		t.last = branchTail{index: i}
-		messages = span{}
-		sb.WriteByte('{')
-		n, seen := 0, false
-		member := func(k, v string) error {
-			key := unquote(k)
-			if key == branchAdvantage {
-				if seen {
-					return nil
-				}
-				seen, v = true, adv
-			} else if tailKey(key) {
-				if jf, ok := jsonField(f.column, v); ok {
-					jf.fromAttr = f.fromAttr
-					t.last.see(key, jf)
-				}
-			}
-			if n > 0 {
-				sb.WriteByte(',')
-			}
-			n++
-			sb.WriteString(k)
-			sb.WriteByte(':')
-			start := sb.Len()
-			sb.WriteString(v)
-			if key == branchMessages && (v[0] == '[' || v[0] == '{') {
-				messages = span{start, sb.Len(), true}
-			}
+			w.end()
 			return nil
-		}
-		// Called directly, not through a func value: passed through one,
-		// member escaped, and with it every variable it captures.
-		var end int
-		var err error
-		if checked {
-			end, err = walkMembers(text, start, member)
-		} else {
-			end, err = scanObject(text, start, 1, member)
-		}
-		if err != nil {
-			return end, err
-		}
-		endBranch(&sb, n, seen, adv)
-		return end, nil
-	})
+		})
+	} else {
+		err = eachElement(text, func(i, start int) (int, error) {
+			if text[start] != '{' {
+				var end int
+				ok := true
+				if checked {
+					end = skipValue(text, start)
+				} else {
+					end, ok = scanValue(text, start, 1)
+				}
+				if !ok {
+					return end, &syntaxError{Offset: end}
+				}
+				return end, notABranch(f, i, jsonKind(text[start:end]))
+			}
+			w.begin(i)
+			var end int
+			var err error
+			if checked {
+				end, err = walkMembers(text, start, w.member)
+			} else {
+				end, err = scanObject(text, start, 1, w.member)
+			}
+			if err != nil {
+				return end, err
+			}
+			w.end()
+			return end, nil
+		})
+	}
 	if _, ok := errors.AsType[*syntaxError](err); ok {
 		return trajectory{}, rejection(reject.BadValue, f.key(), "%s holds invalid JSON: %v", f.name(), err)
 	}
 	if err != nil {
 		return trajectory{}, err
 	}
+	t := w.t
 	if t.branches == 0 {
 		return trajectory{}, nil
 	}
-	sb.WriteByte(']')
-	t.text = sb.String()
-	if messages.container {
-		t.lastMessages = t.text[messages.start:messages.end]
+	w.sb.WriteByte(']')
+	t.text = w.sb.String()
+	if w.messages.container {
+		t.lastMessages = t.text[w.messages.start:w.messages.end]
 	}
 	return t, nil
 }
+
+// branchWriter writes a trajectory given as JSON text branch by branch,
+// each member as it was but "advantage", and keeps what its last branch
+// gives the row.
+type branchWriter struct {
+	f        field
+	adv      string
+	sb       pjson.Buffer
+	t        trajectory
+	messages span // the last branch's "messages", when a list or map
+	n        int  // the branch's members so far
+	seen     bool // the branch had an "advantage"
+}
+
+// begin starts branch i.
+func (w *branchWriter) begin(i int) {
+	if w.t.branches > 0 {
+		w.sb.WriteByte(',')
+	}
+	w.t.branches++
+	w.t.last = branchTail{index: i}
+	w.messages = span{}
+	w.sb.WriteByte('{')
+	w.n, w.seen = 0, false
+}
+
+// member writes a member of the branch: k its raw key, v its value's text.
+func (w *branchWriter) member(k, v string) error {
+	key := unquote(k)
+	if key == branchAdvantage {
+		if w.seen {
+			return nil
+		}
+		w.seen, v = true, w.adv
+	} else if tailKey(key) {
+		if jf, ok := jsonField(w.f.column, value{raw: v}); ok {
+			jf.fromAttr = w.f.fromAttr
+			w.t.last.see(key, jf)
+		}
+	}
+	if w.n > 0 {
+		w.sb.WriteByte(',')
+	}
+	w.n++
+	w.sb.WriteString(k)
+	w.sb.WriteByte(':')
+	start := w.sb.Len()
+	w.sb.WriteString(v)
+	if key == branchMessages && (v[0] == '[' || v[0] == '{') {
+		w.messages = span{start, w.sb.Len(), true}
+	}
+	return nil
+}
+
+// end closes the branch.
+func (w *branchWriter) end() { endBranch(&w.sb, w.n, w.seen, w.adv) }

@@ -63,7 +63,7 @@ func (b EvalBody) ProjectV0(rolloutNumber func(exampleID string) int64) (V0Episo
 // tests need not build 25 MiB documents to reach it.
 func (d *document) projectV0(rolloutNumber func(string) int64, sampleLimit int) (V0Episode, error) {
 	ep := V0Episode{OK: d.ok.isTrue(), Document: d.text}
-	traces, err := readTraces(d.traces)
+	traces, err := readTraces(d.traces, nil)
 	if err != nil {
 		return V0Episode{}, err
 	}
