@@ -12,25 +12,33 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/ambient"
+	"github.com/primeintellect/primeexporter/internal/pods"
 	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/runs"
 	"github.com/primeintellect/primeexporter/internal/stepmetrics"
 )
 
 // ambientState is a backend's side of ambient metrics (internal/ambient):
-// the trainer pods it saw, the data waiting for its run to open, and each
-// run's latest ambient row.
+// the trainer pods it saw (internal/pods), the data waiting for its run to
+// open, and each run's latest ambient row.
 type ambientState struct {
-	pods    *ambient.Pods
+	pods    *pods.Index
 	waiting *ambient.Waiting
 	rows    *ambient.Rows
 }
 
 func newAmbientState(cfg ambient.Config) *ambientState {
 	return &ambientState{
-		pods:    ambient.NewPods(cfg.MaxPods),
+		pods:    pods.NewIndex(cfg.MaxPods),
 		waiting: ambient.NewWaiting(cfg.Wait, cfg.MaxWaitingPoints, time.Now),
 		rows:    ambient.NewRows(cfg.MaxPods),
+	}
+}
+
+// learnPod records the pod of res, a trainer's resource, as its run's.
+func learnPod(b *backend, res pcommon.Resource) {
+	if keys := pods.Keys(res); len(keys) > 0 {
+		b.ambient.pods.Learn(keys, b.reg.RunKey(res))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/primeintellect/primeexporter/internal/runstatus"
 	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/sharedcomponent"
+	"github.com/primeintellect/primeexporter/internal/telemetry"
 	"github.com/primeintellect/primeexporter/internal/tenants"
 	"github.com/primeintellect/primeexporter/internal/upload"
 	"github.com/primeintellect/primeexporter/rft"
@@ -32,7 +33,7 @@ type primeExporter struct {
 	cfg      *Config
 	settings exporter.Settings
 	logger   *zap.Logger
-	tel      *telemetry
+	tel      *telemetry.Counters
 	opts     options
 	// status is the component status every pipeline's host hears.
 	status *sharedcomponent.Status
@@ -61,7 +62,7 @@ type backend struct {
 	evals    platform.Evals
 	// tel counts a multi-tenant gateway tenant's rejections under its
 	// name; nil for the exporter's own.
-	tel *telemetry
+	tel *telemetry.Counters
 	// traces is a multi-tenant gateway tenant's Prime Traces, which a new
 	// key of the tenant rekeys; nil otherwise.
 	traces *platform.OnlineTraces
@@ -77,7 +78,7 @@ type backend struct {
 // newPrimeExporter builds the exporter the pipelines of cfg share, which
 // reports through status (internal/sharedcomponent).
 func newPrimeExporter(cfg *Config, set exporter.Settings, status *sharedcomponent.Status, opts ...option) (*primeExporter, error) {
-	tel, err := newTelemetry(set.TelemetrySettings)
+	tel, err := telemetry.New(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +96,7 @@ func newPrimeExporter(cfg *Config, set exporter.Settings, status *sharedcomponen
 func (e *primeExporter) Start(ctx context.Context, host component.Host) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := e.tel.observeRuns(e.openRuns); err != nil {
+	if err := e.tel.ObserveRuns(e.openRuns); err != nil {
 		return err
 	}
 	warn := logonce.New(e.logger, 0)
@@ -124,16 +125,10 @@ func (e *primeExporter) Start(ctx context.Context, host component.Host) error {
 		if e.cfg.Traces.Enabled {
 			traces = off
 		}
-		rc.Where = func(id string) zap.Field { return zap.String("directory", platform.RunDirectory(e.cfg.Directory, id)) }
-		rc.WhereEval = rc.Where
+		rc.Directory = e.cfg.Directory
 	default:
 		rc.RequireTeam = true
-		rc.Where = func(id string) zap.Field {
-			return zap.String("dashboard", rft.TrainingDashboardURL(e.cfg.FrontendURL, id))
-		}
-		rc.WhereEval = func(id string) zap.Field {
-			return zap.String("dashboard", rft.Evaluation{ID: id}.DashboardURL(e.cfg.FrontendURL))
-		}
+		rc.FrontendURL = e.cfg.FrontendURL
 		if e.cfg.Tenants.Enabled {
 			t, err := e.startTenants(ctx, host, rc, deps)
 			if err != nil {
@@ -213,13 +208,13 @@ func (e *primeExporter) startTenants(ctx context.Context, host component.Host, r
 			return nil, err
 		}
 	}
-	labels := tenants.NewLabels(e.cfg.Tenants.NamedInMetrics)
-	deps.Tel = e.tel.forTenant("", labels) // what no tenant can be told for
+	labels := telemetry.NewLabels(e.cfg.Tenants.NamedInMetrics)
+	deps.Tel = e.tel.ForTenant("", labels) // what no tenant can be told for
 	set := tenants.Settings[*backend]{
 		Config: e.cfg.Tenants, Base: base, Runs: rc, Deps: deps, ID: e.settings.ID,
 		Outage: e.outageOptions(), Health: e.status.Health(statusRunRegistry),
 		Build: func(ctx context.Context, rc runs.Config, deps runs.Deps, t tenants.Tenant) (*backend, *runs.Registry) {
-			tel := e.tel.forTenant(t.User, labels)
+			tel := e.tel.ForTenant(t.User, labels)
 			deps.Tel = tel
 			b := &backend{warn: deps.Warn, closeIdle: t.CloseIdle, ambient: newAmbientState(e.cfg.Ambient), objects: t.Objects, store: t.Store, tel: tel}
 			var traces platform.Traces
@@ -243,7 +238,7 @@ func (e *primeExporter) startTenants(ctx context.Context, host component.Host, r
 			}
 		},
 	}
-	set.Revoke, set.Throttled = tenants.KeyRevokers(host), e.tel.throttle
+	set.Revoke, set.Throttled = tenants.KeyRevokers(host), e.tel.Throttle
 	if set.Redis, err = e.cfg.redisOptions(ctx); err != nil {
 		return nil, err
 	}
@@ -276,7 +271,7 @@ func (e *primeExporter) platformClient(ctx context.Context, host component.Host,
 		UserAgent:  "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
 		// In-place backoff ends when the collector starts shutting down,
 		// so that draining the queue does not wait it out.
-		Sleep: runs.SleepUnless(e.stopping),
+		Sleep: rft.SleepUnless(e.stopping),
 	}
 	for _, f := range e.opts.client {
 		f(&opts)
@@ -312,7 +307,7 @@ func (e *primeExporter) tracesClient(key string) (*rft.Traces, error) {
 		APIKey:     key,
 		HTTPClient: hc,
 		UserAgent:  "otelcol-prime-exporter/" + e.settings.BuildInfo.Version,
-		Sleep:      runs.SleepUnless(e.stopping),
+		Sleep:      rft.SleepUnless(e.stopping),
 	}
 	c, err := rft.NewTraces(opts)
 	if err != nil {
@@ -337,9 +332,7 @@ func (e *primeExporter) outageOptions() []platform.OutageOption {
 		unit = q.Sizer.String()
 	}
 	return append([]platform.OutageOption{
-		platform.WithOutageBacklog(func() []zap.Field {
-			return []zap.Field{zap.String("queue", e.queues.Describe(context.Background(), unit))}
-		}),
+		platform.WithOutageBacklog(&e.queues, unit),
 		platform.WithOutageHealth(e.status.Set),
 	}, e.opts.outage...)
 }
@@ -365,7 +358,7 @@ func (e *primeExporter) openStore(ctx context.Context, host component.Host) (run
 func (e *primeExporter) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.tel.stopObserving()
+	e.tel.StopObserving()
 	if e.unregister != nil {
 		e.unregister()
 		e.unregister = nil

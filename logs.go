@@ -104,7 +104,7 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []
 		return err
 	}
 	defer l.Release()
-	b.ambient.pods.Learn(rls[0].Resource(), func() string { return b.reg.RunKey(rls[0].Resource()) })
+	learnPod(b, rls[0].Resource())
 	if l.IsEval() {
 		var errs []error
 		for _, rl := range rls {

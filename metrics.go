@@ -57,7 +57,7 @@ func (e *primeExporter) pushResourceMetrics(ctx context.Context, b *backend, rm 
 		return err
 	}
 	defer l.Release()
-	b.ambient.pods.Learn(rm.Resource(), func() string { return b.reg.RunKey(rm.Resource()) })
+	learnPod(b, rm.Resource())
 	if l.IsEval() {
 		e.pushEvalMetrics(b, l, rm, opts)
 		return nil

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/primeintellect/primeexporter/internal/ambient"
+	"github.com/primeintellect/primeexporter/internal/pods"
 )
 
 // The identities a trainer's resource names its run by, in the exporter's
@@ -31,7 +32,7 @@ func identityOf(res pcommon.Resource) (identity, bool) {
 // binder learns the node's trainer pods and runs, and stamps ambient
 // resources with their run's identity.
 type binder struct {
-	pods *ambient.Pods
+	pods *pods.Index
 	ttl  time.Duration
 	now  func() time.Time
 
@@ -41,7 +42,7 @@ type binder struct {
 }
 
 func newBinder(maxPods int, ttl time.Duration, now func() time.Time) *binder {
-	return &binder{pods: ambient.NewPods(maxPods), ttl: ttl, now: now, runs: map[identity]time.Time{}, max: maxPods}
+	return &binder{pods: pods.NewIndex(maxPods), ttl: ttl, now: now, runs: map[identity]time.Time{}, max: maxPods}
 }
 
 // learn records a trainer's resource: its run, and its pod's.
@@ -50,7 +51,7 @@ func (b *binder) learn(res pcommon.Resource) {
 	if !ok {
 		return
 	}
-	b.pods.Learn(res, func() string { return id.attr + "\x00" + id.value })
+	b.pods.Learn(pods.Keys(res), id.attr+"\x00"+id.value)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.runs[id] = b.now()
@@ -111,7 +112,7 @@ func (b *binder) metrics(_ context.Context, md pmetric.Metrics) (pmetric.Metrics
 			stamp(res, key)
 			continue
 		}
-		if len(ambient.PodKeys(res)) > 0 {
+		if len(pods.Keys(res)) > 0 {
 			continue // a pod no trainer announced yet
 		}
 		runs := b.nodeRuns()

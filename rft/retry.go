@@ -2,6 +2,7 @@ package rft
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -105,3 +106,24 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// SleepUnless is Sleep that also ends, with ErrStopping, when stopping
+// closes: the collector's shutdown notice, after which nothing waits in
+// place, so that draining the queue does not wait out a backoff.
+func SleepUnless(stopping <-chan struct{}) func(ctx context.Context, d time.Duration) error {
+	return func(ctx context.Context, d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stopping:
+			return ErrStopping
+		case <-t.C:
+			return nil
+		}
+	}
+}
+
+// ErrStopping ends a SleepUnless wait cut short by the shutdown notice.
+var ErrStopping = errors.New("the collector is shutting down")

@@ -9,7 +9,7 @@
 // (Is): the exporter then only looks up a run that its trainer's own data
 // opened, by the resource's run identity (never service.instance.id, which
 // the prometheus receiver sets to the target's address) or by the
-// Kubernetes pod a trainer announced (Pods). Data whose run is not open yet
+// Kubernetes pod a trainer announced (internal/pods). Data whose run is not open yet
 // waits, bounded, in Waiting; data past its run's end is dropped.
 //
 // One rule names them (Translate): a known metric becomes a short key

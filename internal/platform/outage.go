@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -22,11 +23,12 @@ const (
 // outageWatch follows one service's outages; what it logs and tells, and
 // when, is in the package doc (Outages). It is safe for concurrent use.
 type outageWatch struct {
-	service string
-	logger  *zap.Logger
-	now     func() time.Time
-	backlog func() []zap.Field
-	health  func(service string, err error)
+	service     string
+	logger      *zap.Logger
+	now         func() time.Time
+	backlog     Backlog
+	backlogUnit string
+	health      func(service string, err error)
 
 	down atomic.Bool // an outage is open: Succeeded's fast path
 
@@ -51,10 +53,16 @@ func WithOutageClock(now func() time.Time) OutageOption {
 	return func(w *outageWatch) { w.now = now }
 }
 
-// WithOutageBacklog adds fields that say what waits for the service (the
-// queue's fill) to the warning.
-func WithOutageBacklog(f func() []zap.Field) OutageOption {
-	return func(w *outageWatch) { w.backlog = f }
+// Backlog says what waits for a service: the collector's sending queues'
+// fill (queuefill.Queues), in unit, the queue's sizer.
+type Backlog interface {
+	Describe(ctx context.Context, unit string) string
+}
+
+// WithOutageBacklog adds what waits for the service, as the field queue,
+// to the warning.
+func WithOutageBacklog(b Backlog, unit string) OutageOption {
+	return func(w *outageWatch) { w.backlog, w.backlogUnit = b, unit }
 }
 
 // WithOutageHealth is told of every outage: health(service, err) at its
@@ -68,7 +76,7 @@ func WithOutageHealth(health func(service string, err error)) OutageOption {
 func newOutageWatch(service string, logger *zap.Logger, opts ...OutageOption) *outageWatch {
 	w := &outageWatch{
 		service: service, logger: logger, now: time.Now,
-		backlog: func() []zap.Field { return nil }, health: func(string, error) {},
+		health: func(string, error) {},
 	}
 	for _, o := range opts {
 		o(w)
@@ -113,7 +121,10 @@ func (w *outageWatch) Failed(route string, begun time.Time, err error) {
 		w.health(w.service, err)
 	}
 	if warn {
-		w.logger.Warn(msgOutage, append(append(fields, w.backlog()...), zap.Error(err))...)
+		if w.backlog != nil {
+			fields = append(fields, zap.String("queue", w.backlog.Describe(context.Background(), w.backlogUnit)))
+		}
+		w.logger.Warn(msgOutage, append(fields, zap.Error(err))...)
 	}
 }
 

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -38,7 +39,7 @@ func observedWatch(t *testing.T) (*outageWatch, *outageClock, *observer.Observed
 	core, logs := observer.New(zapcore.DebugLevel)
 	c := &outageClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	w := newOutageWatch("platform API", zap.New(core), WithOutageClock(c.Now),
-		WithOutageBacklog(func() []zap.Field { return []zap.Field{zap.String("queue", "logs 7/1000 requests")} }))
+		WithOutageBacklog(fixedBacklog("logs 7/1000"), "requests"))
 	return w, c, logs
 }
 
@@ -185,3 +186,8 @@ func TestTheHealthCallbackHearsAnOutageAtItsFirstFailureAndItsEndOnce(t *testing
 	w.Succeeded()
 	require.Equal(t, []call{{"object storage", errServiceDown}, {"object storage", nil}}, calls)
 }
+
+// fixedBacklog describes the same fill at every look.
+type fixedBacklog string
+
+func (b fixedBacklog) Describe(_ context.Context, unit string) string { return string(b) + " " + unit }

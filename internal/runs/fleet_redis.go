@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/rft"
 )
 
 // The shared registry's timings; the package doc says what each costs.
@@ -157,7 +158,7 @@ func (f *redisFleet) heartbeat() {
 		<-f.beatStop
 		stop()
 	})
-	sleep := SleepUnless(f.beatStop)
+	sleep := rft.SleepUnless(f.beatStop)
 	for wait := time.Duration(0); sleep(base, wait) == nil; {
 		ctx, cancel := context.WithTimeout(base, sharedCallTimeout)
 		err := f.shared.holds.Alive(ctx, f.owner, heartbeatTTL)

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/rft"
 )
 
 // create creates the run once for the fleet: the collector that claims
@@ -18,7 +19,7 @@ func (f *redisFleet) create(ctx context.Context, r *run, send func(context.Conte
 	claim := "create:" + key
 	wait, cancel := context.WithTimeout(ctx, createWait)
 	defer cancel()
-	sleep := SleepUnless(f.stopping)
+	sleep := rft.SleepUnless(f.stopping)
 	for {
 		won, err := f.shared.claims.Claim(ctx, claim, f.owner, createClaimTTL)
 		if err != nil {

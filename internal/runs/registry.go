@@ -14,6 +14,7 @@ import (
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/platform"
 	"github.com/primeintellect/primeexporter/internal/reject"
+	"github.com/primeintellect/primeexporter/rft"
 )
 
 // ErrSkipped tells a push that the data was dealt with (counted, logged)
@@ -37,10 +38,11 @@ type Config struct {
 	// QueueFlush is sending_queue's batch flush_timeout: how long the
 	// queue may take to hand on the batch after one that ended.
 	QueueFlush time.Duration
-	// Where says where a run can be seen, for log lines: its dashboard or
-	// its offline directory; WhereEval the same for an evaluation.
-	Where     func(runID string) zap.Field
-	WhereEval func(evalID string) zap.Field
+	// Directory, offline, is where runs are written; FrontendURL, online,
+	// the platform's web app: log lines say where a run can be seen
+	// (Where, WhereEval). Neither: the lines say nothing of it.
+	Directory   string
+	FrontendURL string
 	// EvalID attaches every evaluation to this one (eval.id, a hosted
 	// evaluation's ${env:EVALUATION_ID}).
 	EvalID string
@@ -135,7 +137,7 @@ type Registry struct {
 // New builds a registry; Restore and Start bring it to life.
 func New(cfg Config, deps Deps, opts ...Option) *Registry {
 	g := &Registry{cfg: cfg, Deps: deps, now: time.Now, runs: map[string]*run{}}
-	g.pause = SleepUnless(deps.Stopping)
+	g.pause = rft.SleepUnless(deps.Stopping)
 	for _, o := range opts {
 		o(g)
 	}
@@ -147,24 +149,6 @@ func New(cfg Config, deps Deps, opts ...Option) *Registry {
 		now: g.now, pause: g.pause, fleet: g.fleet.closeOuts, handBacks: &g.handBacks, runs: g.all, stop: make(chan struct{})}
 	return g
 }
-
-// SleepUnless waits d unless ctx ends or stopping closes.
-func SleepUnless(stopping <-chan struct{}) func(ctx context.Context, d time.Duration) error {
-	return func(ctx context.Context, d time.Duration) error {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-stopping:
-			return errStopping
-		case <-t.C:
-			return nil
-		}
-	}
-}
-
-var errStopping = errors.New("the collector is shutting down")
 
 // Acquire resolves the resource's run, creating it on its first data, and
 // holds it open until Release. Data that can never be sent (no identity, a

@@ -16,6 +16,7 @@ import (
 
 	"github.com/primeintellect/primeexporter/internal/logonce"
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/telemetry"
 	"github.com/primeintellect/primeexporter/internal/tenant"
 )
 
@@ -28,7 +29,7 @@ type limits struct {
 	buckets   buckets
 	// labels name the throttled tenants in the counter, bounded as the
 	// rejections' are; count is the counter (nil: none).
-	labels *Labels
+	labels *telemetry.Labels
 	count  func(signal, tenant string, records int)
 	warn   *logonce.Logger
 	stop   chan struct{}
@@ -50,7 +51,7 @@ func startLimits(c Config, shared *runstore.RedisOptions, count func(signal, ten
 		b = newRedisBuckets(*shared, logger, time.Now)
 	}
 	lm := &limits{
-		overrides: o, buckets: b, labels: NewLabels(max(1, c.NamedInMetrics)), count: count,
+		overrides: o, buckets: b, labels: telemetry.NewLabels(max(1, c.NamedInMetrics)), count: count,
 		warn: logonce.New(logger, 0), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if cfg.OverridesFile == "" {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/primeintellect/primeexporter/internal/runstore"
+	"github.com/primeintellect/primeexporter/internal/telemetry"
 	"github.com/primeintellect/primeexporter/internal/testkit/redistest"
 )
 
@@ -62,7 +63,7 @@ func TestARequestOfNoTenantTheGatewayKnowsIsAdmittedAndLeftToFor(t *testing.T) {
 			require.NoError(t, g.Admit(ctx, "logs", 100, 10))
 		}
 	}
-	assert.Zero(t, g.throttled.of("logs", Unknown))
+	assert.Zero(t, g.throttled.of("logs", telemetry.Unknown))
 }
 
 func TestTheReloadLoopAppliesAChangedOverridesFileAndEndsAtShutdown(t *testing.T) {

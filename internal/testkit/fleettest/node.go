@@ -26,7 +26,6 @@ func Config(edits ...func(*runs.Config)) runs.Config {
 	cfg := runs.Config{
 		RequireTeam: true, TeamID: "team-1", FinalizeTimeout: 5 * time.Second,
 		Defaults: runs.Defaults{Model: "Qwen/Qwen3-8B"},
-		Where:    func(string) zap.Field { return zap.Skip() },
 	}
 	for _, edit := range edits {
 		edit(&cfg)

@@ -1,4 +1,4 @@
-package tenants
+package telemetry
 
 import "sync"
 

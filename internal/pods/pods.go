@@ -1,4 +1,11 @@
-package ambient
+// Package pods remembers which run each Kubernetes pod's trainer sends
+// for, so that the metrics of that pod's GPUs, scraped by a node's
+// collector, join that run. The exporter learns a pod from each trainer
+// resource it takes in and asks when ambient metrics arrive; the
+// primeambient processor does the same on a node. It is a leaf, pdata and
+// nothing of the exporter's, so that learning a pod on an episode's path
+// enters no package that holds more than the index.
+package pods
 
 import (
 	"sync"
@@ -18,9 +25,9 @@ const (
 	labelNamespace   = "namespace"
 )
 
-// PodKeys are the names res gives its pod by: its uid, and its namespace
+// Keys are the names res gives its pod by: its uid, and its namespace
 // and name; none when it names no pod.
-func PodKeys(res pcommon.Resource) []string {
+func Keys(res pcommon.Resource) []string {
 	attrs := res.Attributes()
 	str := func(k string) string {
 		if v, ok := attrs.Get(k); ok && v.Type() == pcommon.ValueTypeStr {
@@ -42,34 +49,25 @@ func PodKeys(res pcommon.Resource) []string {
 	return keys
 }
 
-// Pods remembers which run each trainer pod sends for, so that the
-// metrics of that pod's GPUs, scraped by a node's collector, join that run.
-// It holds at most max pods; past that, the pod learned longest ago is
+// Index remembers which run each trainer pod sends for. It holds at most max pods; past that, the pod learned longest ago is
 // forgotten first.
-type Pods struct {
+type Index struct {
 	mu    sync.Mutex
 	max   int
 	runs  map[string]string // pod key → run key
 	order []string          // pod keys, oldest first
 }
 
-// NewPods remembers at most max pods.
-func NewPods(max int) *Pods {
-	return &Pods{max: max, runs: map[string]string{}}
+// NewIndex remembers at most max pods.
+func NewIndex(max int) *Index {
+	return &Index{max: max, runs: map[string]string{}}
 }
 
-// Learn records that the pod of res, a trainer's resource, sends for the
-// run runKey names; runKey is asked only when res names a pod, so that a
-// trainer outside Kubernetes pays for nothing but the look.
-func (p *Pods) Learn(res pcommon.Resource, runKey func() string) {
-	keys := PodKeys(res)
-	if len(keys) == 0 {
-		return
-	}
-	p.learn(keys, runKey())
-}
-
-func (p *Pods) learn(keys []string, runKey string) {
+// Learn records that the pod keys names (Keys of a trainer's resource)
+// sends for the run runKey names. A caller asks Keys first and the run key
+// only when there are keys, so that a trainer outside Kubernetes pays for
+// nothing but the look.
+func (p *Index) Learn(keys []string, runKey string) {
 	if runKey == "" {
 		return
 	}
@@ -94,8 +92,8 @@ func (p *Pods) learn(keys []string, runKey string) {
 // Run is the run key of res's pod, and the pod key it was found by; the
 // pod key alone when no trainer of that pod was seen; neither when res
 // names no pod.
-func (p *Pods) Run(res pcommon.Resource) (runKey, podKey string) {
-	keys := PodKeys(res)
+func (p *Index) Run(res pcommon.Resource) (runKey, podKey string) {
+	keys := Keys(res)
 	if len(keys) == 0 {
 		return "", ""
 	}

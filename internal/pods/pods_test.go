@@ -1,4 +1,4 @@
-package ambient
+package pods
 
 import (
 	"testing"
@@ -15,9 +15,9 @@ func res(attrs ...string) pcommon.Resource {
 }
 
 func TestAGPUsPodFindsTheRunItsTrainerAnnouncedByNamespaceAndName(t *testing.T) {
-	p := NewPods(8)
-	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "trainer-a-0", "prime.run.key", "a"), func() string { return "run-a" })
-	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "trainer-b-0"), func() string { return "run-b" })
+	p := NewIndex(8)
+	p.Learn(Keys(res("k8s.namespace.name", "rl", "k8s.pod.name", "trainer-a-0", "prime.run.key", "a")), "run-a")
+	p.Learn(Keys(res("k8s.namespace.name", "rl", "k8s.pod.name", "trainer-b-0")), "run-b")
 
 	// dcgm-exporter's labels, moved onto the resource by groupbyattrs.
 	if run, pod := p.Run(res("namespace", "rl", "pod", "trainer-b-0")); run != "run-b" || pod != "pod:rl/trainer-b-0" {
@@ -36,8 +36,8 @@ func TestAGPUsPodFindsTheRunItsTrainerAnnouncedByNamespaceAndName(t *testing.T) 
 }
 
 func TestAPodUIDBindsAsWellAsItsName(t *testing.T) {
-	p := NewPods(8)
-	p.Learn(res("k8s.pod.uid", "0b6f", "k8s.namespace.name", "rl", "k8s.pod.name", "t-0"), func() string { return "run-a" })
+	p := NewIndex(8)
+	p.Learn(Keys(res("k8s.pod.uid", "0b6f", "k8s.namespace.name", "rl", "k8s.pod.name", "t-0")), "run-a")
 	if run, _ := p.Run(res("k8s.pod.uid", "0b6f")); run != "run-a" {
 		t.Fatalf("by uid: %q", run)
 	}
@@ -47,18 +47,18 @@ func TestAPodUIDBindsAsWellAsItsName(t *testing.T) {
 }
 
 func TestAPodReusedForALaterRunBindsToTheLaterOne(t *testing.T) {
-	p := NewPods(8)
-	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "t-0"), func() string { return "run-1" })
-	p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", "t-0"), func() string { return "run-2" })
+	p := NewIndex(8)
+	p.Learn(Keys(res("k8s.namespace.name", "rl", "k8s.pod.name", "t-0")), "run-1")
+	p.Learn(Keys(res("k8s.namespace.name", "rl", "k8s.pod.name", "t-0")), "run-2")
 	if run, _ := p.Run(res("namespace", "rl", "pod", "t-0")); run != "run-2" {
 		t.Fatalf("got %q", run)
 	}
 }
 
-func TestPodsRemembersAtMostItsBoundForgettingTheOldestFirst(t *testing.T) {
-	p := NewPods(2)
+func TestAnIndexRemembersAtMostItsBoundForgettingTheOldestFirst(t *testing.T) {
+	p := NewIndex(2)
 	for _, name := range []string{"a", "b", "c"} {
-		p.Learn(res("k8s.namespace.name", "rl", "k8s.pod.name", name), func() string { return "run-" + name })
+		p.Learn(Keys(res("k8s.namespace.name", "rl", "k8s.pod.name", name)), "run-"+name)
 	}
 	if run, _ := p.Run(res("namespace", "rl", "pod", "a")); run != "" {
 		t.Fatalf("the oldest pod is still known: %q", run)
