@@ -25,9 +25,9 @@ import (
 // episodes (20) of about PRIME_FLOOD_TEXT_BYTES of text (2000), for
 // PRIME_FLOOD_SECONDS (30) a phase, the phases in turn PRIME_FLOOD_REPS
 // times (3) so that what else the machine does falls on each alike, beside
-// a flooding tenant whose override
-// is PRIME_FLOOD_LIMIT records a second (100, one other tenant's load), in
-// these phases:
+// a flooding tenant whose override is PRIME_FLOOD_LIMIT records a second
+// (100, one other tenant's load), sending from a process of its own
+// (flood_process_test.go says why, and at what niceness), in these phases:
 //
 //   - without the flood: the others alone;
 //   - the flooder at its limit, steadily, as one more tenant: what the
@@ -109,7 +109,7 @@ func TestFloodOfOneTenantAgainstTheOthersThroughputAndLatency(t *testing.T) {
 	}
 	platform := rfttest.NewServer(rfttest.Options{Users: users, DiscardObjects: true})
 	defer platform.Close()
-	limited := fmt.Sprintf("flooder:\n  records_per_second: %d\n", load.limit)
+	limited := fmt.Sprintf("flooder:\n  records_per_second: %d\n", load.Limit)
 	g, overrides := startLimitedGateway(t, otelcol, platform, limited)
 	changes := 1 // "A tenant's ingest limit changed" lines so far
 	override := func(content string) {
@@ -147,9 +147,10 @@ func TestFloodOfOneTenantAgainstTheOthersThroughputAndLatency(t *testing.T) {
 				s.filler = filler
 				others = append(others, s)
 			}
-			flooder := newTenantSender(g, users[0].Key, fmt.Sprintf("flood-r%dp%d", rep, i), "team-flooder")
-			flooder.filler = filler
-			runFloodPhase(t, g, p, others, flooder, load, span)
+			runFloodPhase(t, g, p, others, floodOrder{
+				Addr: g.httpAddr, CAFile: g.caFile, Key: users[0].Key, RunKey: fmt.Sprintf("flood-r%dp%d", rep, i), Team: "team-flooder",
+				FillerBytes: len(filler), Load: load, Span: span,
+			})
 			if p.unlimited {
 				override(limited)
 			}
@@ -158,7 +159,7 @@ func TestFloodOfOneTenantAgainstTheOthersThroughputAndLatency(t *testing.T) {
 			})
 		}
 	}
-	report := floodReport(phases, tenants, load, span, reps)
+	report := floodReport(phases, tenants, load, span, reps, floodNiceness(t))
 	t.Log("\n" + report)
 	if path := os.Getenv("PRIME_FLOOD_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
@@ -175,89 +176,50 @@ func TestFloodOfOneTenantAgainstTheOthersThroughputAndLatency(t *testing.T) {
 // floodLoad is the phases' load: the others' requests a second and
 // episodes a request, the flooder's limit and its SDK senders.
 type floodLoad struct {
-	rate, episodes, limit, sdks int
+	Rate, Episodes, Limit, SDKs int
 }
 
 // runFloodPhase sends the others' runs at their steady pace for span,
-// beside the phase's flood, and measures p.
-func runFloodPhase(t *testing.T, g *mtGateway, p *floodPhase, others []*tenantSender, flooder *tenantSender, load floodLoad, span time.Duration) {
+// beside the phase's flood from the flooder's own process, and measures p.
+func runFloodPhase(t *testing.T, g *mtGateway, p *floodPhase, others []*tenantSender, order floodOrder) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), span)
+	var flooded func() floodResult
+	begin := func() {}
+	if p.kind != noFlood {
+		order.Kind = p.kind
+		begin, flooded = startFlooder(t, order)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), order.Span)
 	defer cancel()
 	var wg sync.WaitGroup
 	var failed atomic.Value
-	// pace starts send every 1/perSecond s until span ends.
-	pace := func(perSecond float64, send func()) {
-		tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				wg.Go(send)
-			}
-		}
-	}
 	var pacers sync.WaitGroup
+	begin()
 	for _, s := range others {
 		pacers.Go(func() {
-			pace(float64(load.rate), func() {
+			pace(ctx, &wg, float64(order.Load.Rate), func() {
 				// The others' requests are not cut short by the span's end.
-				if ok, err := s.deliver(context.Background(), s.nextRequest(load.episodes)); err != nil || !ok {
+				if ok, err := s.deliver(context.Background(), s.nextRequest(order.Load.Episodes)); err != nil || !ok {
 					failed.Store(fmt.Sprintf("%s: %v", s.runKey, err))
 				}
 			})
 		})
-	}
-	var blindTaken atomic.Int64
-	switch p.kind {
-	case atLimit:
-		pacers.Go(func() {
-			pace(float64(load.limit)/float64(load.episodes), func() {
-				if _, err := flooder.deliver(ctx, flooder.nextRequest(load.episodes)); err != nil {
-					failed.Store(fmt.Sprintf("the flooder: %v", err))
-				}
-			})
-		})
-	case blindFlood:
-		perSecond := 10 * float64(load.limit) / float64(load.episodes)
-		// A second's worth of requests, sent round and round: building
-		// them while the clock runs would take the cores the gateway
-		// needs. A repeat is the same episodes again, which costs the
-		// gateway its receiving, mapping and de-duplication but no
-		// upload.
-		bodies := make([][]byte, int(perSecond)+1)
-		for k := range bodies {
-			bodies[k] = flooder.nextRequest(load.episodes).body
-		}
-		var next atomic.Int64
-		pacers.Go(func() {
-			pace(perSecond, func() {
-				body := bodies[int(next.Add(1)-1)%len(bodies)]
-				if code, _, err := flooder.post(ctx, body, load.episodes); err == nil && code == 200 {
-					blindTaken.Add(int64(load.episodes))
-				}
-			})
-		})
-	case sdkFlood:
-		for range load.sdks {
-			pacers.Go(func() {
-				for ctx.Err() == nil {
-					if _, err := flooder.deliver(ctx, flooder.nextRequest(load.episodes)); err != nil {
-						failed.Store(fmt.Sprintf("the flooder: %v", err))
-						return
-					}
-				}
-			})
-		}
 	}
 	pacers.Wait()
 	wg.Wait()
 	if msg := failed.Load(); msg != nil {
 		fatalf(t, g.c, "another tenant's request failed: %s", msg)
 	}
-	p.seconds += span.Seconds()
+	if flooded != nil {
+		r := flooded()
+		if r.Failed != "" {
+			fatalf(t, g.c, "%s", r.Failed)
+		}
+		p.tried += r.Tried
+		p.taken += r.Taken
+		p.flood429 += r.Throttled
+	}
+	p.seconds += order.Span.Seconds()
 	var rep []time.Duration
 	for _, s := range others {
 		s.mu.Lock()
@@ -267,15 +229,12 @@ func runFloodPhase(t *testing.T, g *mtGateway, p *floodPhase, others []*tenantSe
 	}
 	p.latency = append(p.latency, rep...)
 	p.repP99 = append(p.repP99, percentile(rep, 0.99))
-	p.tried += flooder.attemptedRecords.Load()
-	p.taken += blindTaken.Load() + int64(flooder.acceptedIDs())
-	p.flood429 += flooder.throttled.Load()
 }
 
-func floodReport(phases []*floodPhase, tenants int, load floodLoad, span time.Duration, reps int) string {
+func floodReport(phases []*floodPhase, tenants int, load floodLoad, span time.Duration, reps, nice int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d other tenants, each %d requests/s of %d episodes; the flooder's limit %d records/s, %d SDK senders; %d × %s a phase, in turn\n",
-		tenants, load.rate, load.episodes, load.limit, load.sdks, reps, span)
+	fmt.Fprintf(&b, "%d other tenants, each %d requests/s of %d episodes; the flooder's limit %d records/s, %d SDK senders, in its own process at nice %d; %d × %s a phase, in turn\n",
+		tenants, load.Rate, load.Episodes, load.Limit, load.SDKs, nice, reps, span)
 	fmt.Fprintf(&b, "%-26s %22s %18s %18s %18s %26s %8s\n", "phase", "others' records/s", "p50", "p99", "median rep p99", "flooder tried/taken /s", "429s")
 	base := phases[0]
 	ratio := func(d, of time.Duration) float64 { return float64(d) / float64(of) }
@@ -297,7 +256,7 @@ func floodReport(phases []*floodPhase, tenants int, load floodLoad, span time.Du
 		for _, with := range phases[2:4] {
 			throughput, p99, median := with.othersRate()/against.othersRate(), ratio(with.percentile(0.99), against.percentile(0.99)), ratio(with.medianP99(), against.medianP99())
 			fmt.Fprintf(&b, "%s (tried %.1f× its limit) against %s: throughput %.3f× (within 10 %%: %s), p99 %.2f× (within 10 %%: %s), median rep p99 %.2f× (within 10 %%: %s)\n",
-				with.name, float64(with.tried)/with.seconds/float64(load.limit), against.name, throughput, yes(throughput >= 0.9), p99, yes(p99 <= 1.1), median, yes(median <= 1.1))
+				with.name, float64(with.tried)/with.seconds/float64(load.Limit), against.name, throughput, yes(throughput >= 0.9), p99, yes(p99 <= 1.1), median, yes(median <= 1.1))
 		}
 	}
 	return b.String()

@@ -20,12 +20,12 @@
 //     logged there and comes back as ErrSkipped.
 //   - A Lease is a push's hold on its run: PostSteps (metrics rows, a
 //     step's with de-duplication of values already sent, a time's as it
-//     comes), Delivered / MarkDelivered (the episodes a
-//     sink committed), NextRange (a sample object's sample_id range; the
-//     object itself, to its confirm, is internal/upload's), Key (the run's
-//     key in the store), Count, End (prime.run.end), Release. Its callers
-//     take the few methods they use as interfaces of their own
-//     (upload.Ledger, the exporter's stepPoster).
+//     comes), NextRange (a sample object's sample_id range; the object
+//     itself, to its confirm, and the episodes delivered before are
+//     internal/upload's, in its store), Key (the run's key in the store),
+//     Count, End (prime.run.end), Release. Its callers take the few
+//     methods they use as interfaces of their own (upload.ObjectRun, the
+//     exporter's stepPoster).
 //   - MarkHandedBack and Settle track the data a push handed back to the
 //     collector's retry, so that a close-out waits for it.
 //

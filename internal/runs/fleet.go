@@ -21,11 +21,6 @@ type Store interface {
 	Load(ctx context.Context) ([]runstore.SavedRun, error)
 	// Save replaces one run's record (a shared store merges it).
 	Save(ctx context.Context, sr runstore.SavedRun) error
-	// Delivered reports, for each fingerprint of an episode of step,
-	// whether it was confirmed before.
-	Delivered(ctx context.Context, runKey string, step int64, fps []uint64) ([]bool, error)
-	// MarkDelivered records confirmed episodes of step.
-	MarkDelivered(ctx context.Context, runKey string, step int64, fps []uint64) error
 	Close(ctx context.Context) error
 }
 
@@ -85,12 +80,4 @@ func (s records) save(ctx context.Context, r *run) {
 	if err := s.store.Save(ctx, r.snapshot(s.closing)); err != nil {
 		s.warn.Warn("persist\x00"+r.ident.key(), "Could not save the run's state to storage; a restart may not remember it", zap.Stringer("run", r.ident), zap.Error(err))
 	}
-}
-
-func (s records) delivered(ctx context.Context, r *run, step int64, fps []uint64) ([]bool, error) {
-	return s.store.Delivered(ctx, r.ident.key(), step, fps)
-}
-
-func (s records) markDelivered(ctx context.Context, r *run, step int64, fps []uint64) error {
-	return s.store.MarkDelivered(ctx, r.ident.key(), step, fps)
 }

@@ -283,7 +283,7 @@ func TestEverySharedKeyExpiresAsTheDocSays(t *testing.T) {
 	require.NoError(t, err)
 	l.NextRange(ctx, 10)
 	require.NoError(t, a.Store.SaveObject(ctx, l.Key(), 7, runstore.SavedObject{Step: 10}), "an upload's progress")
-	l.MarkDelivered(ctx, 7, []uint64{1, 2})
+	require.NoError(t, a.Store.MarkDelivered(ctx, l.Key(), 7, []uint64{1, 2}))
 
 	ttl := func(key string) time.Duration {
 		d, err := rc.PTTL(ctx, key).Result()

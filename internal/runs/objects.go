@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"go.uber.org/zap"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -25,12 +24,10 @@ const (
 )
 
 // objectLedger is what a lease's uploads keep in the fleet: the run's
-// delivered episodes, and its sample_id ranges. The objects themselves,
-// from range to confirm, are the uploader's (internal/upload), each under
-// a key of its own in the store.
+// sample_id ranges. The objects themselves, from range to confirm, and the
+// episodes they delivered are the uploader's (internal/upload), in the
+// store under keys of their own.
 type objectLedger interface {
-	delivered(ctx context.Context, r *run, step int64, fps []uint64) ([]bool, error)
-	markDelivered(ctx context.Context, r *run, step int64, fps []uint64) error
 	nextRange(ctx context.Context, r *run, step int64) int64
 }
 
@@ -38,26 +35,11 @@ type objectLedger interface {
 // objects.
 func (l Lease) Key() string { return l.r.ident.key() }
 
-// Delivered reports, for each fingerprint of an episode of step, whether
-// it was confirmed before: a batch replayed by the queue after a restart,
-// or by the collector's retry, must not put rows in the table twice.
-func (l Lease) Delivered(ctx context.Context, step int64, fps []uint64) ([]bool, error) {
-	return l.g.fleet.objects.delivered(ctx, l.r, step, fps)
-}
-
 // NextRange takes a new sample_id range for an object of step. It writes
 // nothing: a collector alone counts in memory within the band its run's
 // record holds (rangesBand), and a fleet counts in Redis.
 func (l Lease) NextRange(ctx context.Context, step int64) int64 {
 	return l.g.fleet.objects.nextRange(ctx, l.r, step)
-}
-
-// MarkDelivered records episodes (or documents) of step a sink committed,
-// so that a replay leaves them out.
-func (l Lease) MarkDelivered(ctx context.Context, step int64, fps []uint64) {
-	if err := l.g.fleet.objects.markDelivered(ctx, l.r, step, fps); err != nil {
-		l.g.Warn.Warn("delivered\x00"+l.id, "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", l.id), zap.Error(err))
-	}
 }
 
 // rangesBand is how many ranges a step may take in one process's life of

@@ -64,7 +64,7 @@ func uploadEpisodes(reg *runs.Registry, o *upload.Objects, res pcommon.Resource,
 		return nil, err
 	}
 	defer l.Release()
-	delivered, err := l.Delivered(ctx, step, episodes)
+	delivered, err := o.Delivered(ctx, l, step, episodes)
 	if err != nil {
 		return nil, err
 	}

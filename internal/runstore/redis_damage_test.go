@@ -143,7 +143,7 @@ func TestADamagedSharedRegistryRepairsOrSetsAsideEachKeyWithOneLine(t *testing.T
 			l, err := first.Reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err)
 			require.Equal(t, int64(0), startUpload(t, l, first.Store, pendingFP, 4))
-			l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
+			require.NoError(t, first.Store.MarkDelivered(ctx, l.Key(), 7, []uint64{1, 2, 3}))
 			l.Release()
 			require.NoError(t, tc.damage(ctx, fleettest.RedisClient(t, srv)))
 
@@ -153,7 +153,7 @@ func TestADamagedSharedRegistryRepairsOrSetsAsideEachKeyWithOneLine(t *testing.T
 			l, err = next.Reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 			require.NoError(t, err, "the damaged run's data is taken")
 			got := sharedGoesOn{runID: l.ID(), pendingRange: rangeOf(l, next.Store, pendingFP, 4), nextRange: rangeOf(l, next.Store, 0xdef, 4)}
-			got.delivered = deliveredAfterDamage(t, l)
+			got.delivered = deliveredAfterDamage(t, next.Store, l)
 			l.Release()
 
 			assert.Equal(t, tc.want, got)

@@ -19,6 +19,7 @@ import (
 	"github.com/primeintellect/primeexporter/internal/runstore"
 	"github.com/primeintellect/primeexporter/internal/testkit/fleettest"
 	"github.com/primeintellect/primeexporter/internal/testkit/memstorage"
+	"github.com/primeintellect/primeexporter/internal/upload"
 )
 
 // The stored run of these tests: prime.run.key "a", created as run-1, an
@@ -83,13 +84,13 @@ func problems(logs *observer.ObservedLogs) []string {
 // deliveredAfterDamage says whether episodes 1-3 of the stored run are
 // still known as delivered, and asserts that storage keeps a marking made
 // after the damage.
-func deliveredAfterDamage(t *testing.T, l runs.Lease) bool {
+func deliveredAfterDamage(t *testing.T, store upload.ObjectStore, l runs.Lease) bool {
 	t.Helper()
 	ctx := context.Background()
-	done, err := l.Delivered(ctx, 7, []uint64{1, 2, 3})
+	done, err := store.Delivered(ctx, l.Key(), 7, []uint64{1, 2, 3})
 	require.NoError(t, err)
-	l.MarkDelivered(ctx, 7, []uint64{4})
-	again, err := l.Delivered(ctx, 7, []uint64{4})
+	require.NoError(t, store.MarkDelivered(ctx, l.Key(), 7, []uint64{4}))
+	again, err := store.Delivered(ctx, l.Key(), 7, []uint64{4})
 	require.NoError(t, err)
 	assert.True(t, again[0], "a marking after the damage is kept")
 	return done[0] && done[1] && done[2]
@@ -103,7 +104,7 @@ func storeDamagedRun(t *testing.T, client storage.Client, api *fleettest.Countin
 	l, err := first.reg.Acquire(ctx, fleettest.KeyedResource("a"), reject.SignalLogs, 1)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), startUpload(t, l, first.store, pendingFP, 4))
-	l.MarkDelivered(ctx, 7, []uint64{1, 2, 3})
+	require.NoError(t, first.store.MarkDelivered(ctx, l.Key(), 7, []uint64{1, 2, 3}))
 	l.Release()
 	first.stop(t)
 }
@@ -301,7 +302,7 @@ func TestADamagedRunStoreStartsAndRecoversOrLeavesOutEachRunWithOneLine(t *testi
 			if got.pendingRange >= fallbackRangeLow {
 				got.pendingRange = -1
 			}
-			got.delivered = deliveredAfterDamage(t, l)
+			got.delivered = deliveredAfterDamage(t, restarted.store, l)
 			l.Release()
 
 			assert.Equal(t, tc.want, got)

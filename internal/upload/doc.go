@@ -3,10 +3,12 @@
 // confirm online, one file offline). It marshals, then sends: sampletable
 // maps a record to rows (Accept) and encodes an object; Objects
 // (objects.go) owns the object from its range to its confirm, over the
-// platform's objects route and a keyed ObjectStore. It talks to the run
-// lifecycle only through the two roles it declares (ledger.go): the Ledger
-// (the run's id, store key, ranges and counts, its delivered episodes) and
-// the Route of its documents (Prime Traces under the run's team, or the
+// platform's objects route and a keyed ObjectStore, which also keeps the
+// episodes confirmed before, by step: the uploader reads and writes the
+// delivered sets itself, where its objects are. It talks to the run
+// lifecycle only through the two roles it declares: the ObjectRun
+// (objects.go: the run's id, store key, ranges and counts) and the Route
+// of its documents (ledger.go: Prime Traces under the run's team, or the
 // table). runs.Lease is both; the tests use a fake.
 //
 // Decisions, and why:

@@ -80,7 +80,7 @@ const (
 // documents that go to the run's other destination after Prime Traces
 // turned the account away (the sample table; an evaluation's samples),
 // committed is told of each batch Prime Traces committed.
-func (u *Uploader) sendDocuments(ctx context.Context, l Ledger, route Route, docs []document, runType string, fail func([]Loc, error),
+func (u *Uploader) sendDocuments(ctx context.Context, l ObjectRun, route Route, docs []document, runType string, fail func([]Loc, error),
 	onTable func(document), committed func([]document),
 ) error {
 	docs = u.stamped(l, docs, runType)
@@ -120,7 +120,7 @@ func (u *Uploader) sendDocuments(ctx context.Context, l Ledger, route Route, doc
 		switch {
 		case err == nil:
 			route.TracesCommitted(ctx)
-			markDelivered(ctx, l, part, document.stepOf, document.fpOf)
+			markDelivered(ctx, u, l, part, document.stepOf, document.fpOf)
 			l.Count("trace_documents", int64(len(part)))
 			u.tel.TracesUploaded(1, len(part))
 			if committed != nil {
@@ -152,7 +152,7 @@ func (u *Uploader) sendDocuments(ctx context.Context, l Ledger, route Route, doc
 
 // stamped puts the platform run on every document (rft.StampRun says
 // where); a document that cannot be stamped is rejected.
-func (u *Uploader) stamped(l Ledger, docs []document, runType string) []document {
+func (u *Uploader) stamped(l ObjectRun, docs []document, runType string) []document {
 	out := docs[:0:0]
 	for _, d := range docs {
 		line, err := rft.StampRun(d.raw, l.ID(), runType)
@@ -167,7 +167,7 @@ func (u *Uploader) stamped(l Ledger, docs []document, runType string) []document
 	return out
 }
 
-func (u *Uploader) rejectDocuments(l Ledger, part []document, err error) {
+func (u *Uploader) rejectDocuments(l ObjectRun, part []document, err error) {
 	u.reject(l, reject.TracesRejected, len(part), "traces\x00"+l.ID()+"\x00"+platform.Class(err), "Prime Traces refused a batch of episode documents: they are dropped",
 		zap.Int("documents", len(part)), zap.Error(err))
 }

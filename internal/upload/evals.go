@@ -48,7 +48,7 @@ func SampleFingerprint(origin []byte, i int) uint64 {
 // good is counted and dropped; one that provably never arrived (the
 // platform down, 429) goes back to the collector's retry with every later
 // batch, unsent. A sample too large for any request is rejected alone.
-func (u *Uploader) UploadSamples(ctx context.Context, l Ledger, evals platform.Evals, samples []EvalSample, sent func(EvalSample)) (map[Loc]bool, error) {
+func (u *Uploader) UploadSamples(ctx context.Context, l ObjectRun, evals platform.Evals, samples []EvalSample, sent func(EvalSample)) (map[Loc]bool, error) {
 	pending, err := notYetDelivered(ctx, u, l, samples, func(EvalSample) int64 { return NoStep }, func(s EvalSample) uint64 { return s.FP })
 	if err != nil {
 		return sampleLocs(samples), err
@@ -109,7 +109,7 @@ func (u *Uploader) UploadSamples(ctx context.Context, l Ledger, evals platform.E
 			fps[i] = s.FP
 			sent(s)
 		}
-		l.MarkDelivered(ctx, NoStep, fps)
+		u.objects.markDelivered(ctx, l, NoStep, fps)
 		u.tel.SamplesUploaded(len(part), 0, 0)
 	}
 	if down != nil {
@@ -135,7 +135,7 @@ type EvalDocument struct {
 // back in onSamples: from then on the run's documents go to the samples
 // route. committed is told of each document Prime Traces committed. It
 // returns the records to retry and the error to retry them with.
-func (u *Uploader) UploadEvalDocuments(ctx context.Context, l Ledger, route Route, docs []EvalDocument, committed func(EvalDocument)) (onSamples []EvalDocument, retry map[Loc]bool, err error) {
+func (u *Uploader) UploadEvalDocuments(ctx context.Context, l ObjectRun, route Route, docs []EvalDocument, committed func(EvalDocument)) (onSamples []EvalDocument, retry map[Loc]bool, err error) {
 	in := make([]document, len(docs))
 	for i := range docs {
 		in[i] = document{raw: docs[i].Raw, loc: docs[i].Loc, eval: &docs[i], step: NoStep}

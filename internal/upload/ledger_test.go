@@ -65,7 +65,7 @@ type fakeLedger struct {
 }
 
 var (
-	_ Ledger           = (*fakeLedger)(nil)
+	_ ObjectRun        = (*fakeLedger)(nil)
 	_ Route            = (*fakeLedger)(nil)
 	_ ObjectStore      = (*fakeLedger)(nil)
 	_ platform.Objects = (*fakeLedger)(nil)
@@ -92,7 +92,7 @@ type stepFP struct {
 	fp   uint64
 }
 
-func (f *fakeLedger) Delivered(_ context.Context, step int64, fps []uint64) ([]bool, error) {
+func (f *fakeLedger) Delivered(_ context.Context, _ string, step int64, fps []uint64) ([]bool, error) {
 	f.journal.add("delivered? %d", len(fps))
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -103,12 +103,13 @@ func (f *fakeLedger) Delivered(_ context.Context, step int64, fps []uint64) ([]b
 	return out, nil
 }
 
-func (f *fakeLedger) MarkDelivered(_ context.Context, step int64, fps []uint64) {
+func (f *fakeLedger) MarkDelivered(_ context.Context, _ string, step int64, fps []uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, fp := range fps {
 		f.delivered[stepFP{step, fp}] = true
 	}
+	return nil
 }
 
 func (f *fakeLedger) Key() string { return "run-key" }
@@ -144,7 +145,7 @@ func (f *fakeLedger) SaveObject(_ context.Context, _ string, fp uint64, so runst
 }
 
 func (f *fakeLedger) ConfirmObject(ctx context.Context, _ string, fp uint64, step int64, episodes []uint64) error {
-	f.MarkDelivered(ctx, step, episodes)
+	_ = f.MarkDelivered(ctx, "", step, episodes)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.pending, fp)

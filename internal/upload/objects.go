@@ -19,6 +19,13 @@ import (
 // ObjectStores; MemStore remembers nothing, so Objects keeps what is in
 // flight itself.
 type ObjectStore interface {
+	// Delivered reports which fingerprints of step a sink committed
+	// before; MarkDelivered records those it committed now. A store keeps
+	// them by step (one value per step), so both name the step: an
+	// episode's, or NoStep for what has none. ConfirmObject marks an
+	// object's episodes in the same write that forgets it.
+	Delivered(ctx context.Context, runKey string, step int64, fps []uint64) ([]bool, error)
+	MarkDelivered(ctx context.Context, runKey string, step int64, fps []uint64) error
 	Object(ctx context.Context, runKey string, fp uint64) (runstore.SavedObject, bool, error)
 	SaveObject(ctx context.Context, runKey string, fp uint64, so runstore.SavedObject) error
 	ConfirmObject(ctx context.Context, runKey string, fp uint64, step int64, episodes []uint64) error
@@ -85,6 +92,26 @@ func (o *Objects) Take(ctx context.Context, r ObjectRun, fp uint64, step int64) 
 	return obj
 }
 
+// Delivered reports, for each fingerprint of step, whether a sink
+// committed it before: a batch replayed by the queue after a restart, or
+// by the collector's retry, must not put rows in the table twice.
+func (o *Objects) Delivered(ctx context.Context, r ObjectRun, step int64, fps []uint64) ([]bool, error) {
+	return o.store.Delivered(ctx, r.Key(), step, fps)
+}
+
+// markDelivered records fps of step as committed where no object's
+// confirm did (Prime Traces documents, evaluation samples). A failed
+// write is logged, not returned: the items landed, and what is lost is
+// only what a replay after a restart would leave out.
+func (o *Objects) markDelivered(ctx context.Context, r ObjectRun, step int64, fps []uint64) {
+	if err := o.store.MarkDelivered(ctx, r.Key(), step, fps); err != nil {
+		o.warn.Warn("delivered\x00"+r.ID(), msgNotMarked, zap.String("run_id", r.ID()), zap.Error(err))
+	}
+}
+
+// msgNotMarked is the warning of a delivered marking storage refused.
+const msgNotMarked = "Could not record delivered episodes in storage; a replay after a restart may upload them again"
+
 // Send stores body as obj: each stage the platform makes is saved under
 // the object's key before the next, so a retry or a restart resumes it (a
 // URL still valid is used again; after a PUT only the confirm is left).
@@ -115,7 +142,7 @@ func (o *Objects) Send(ctx context.Context, r ObjectRun, fp uint64, obj platform
 	// which a replayed batch can find these episodes undelivered; its
 	// object, saved as put, is then only confirmed again.
 	if err := o.store.ConfirmObject(ctx, r.Key(), fp, obj.Step, episodes); err != nil {
-		o.warn.Warn("delivered\x00"+r.ID(), "Could not record delivered episodes in storage; a replay after a restart may upload them again", zap.String("run_id", r.ID()), zap.Error(err))
+		o.warn.Warn("delivered\x00"+r.ID(), msgNotMarked, zap.String("run_id", r.ID()), zap.Error(err))
 	}
 	r.Count("sample_rows", int64(len(episodes)))
 	r.Count("sample_objects", 1)

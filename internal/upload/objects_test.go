@@ -58,7 +58,7 @@ func TestAnObjectKeepsItsRangeAndProgressUntilItsConfirmMarksItsEpisodesDelivere
 				assert.Equal(t, []string{"presign", "put", "confirm"}, requests)
 			} else {
 				require.Error(t, err)
-				undelivered, err := l.Delivered(ctx, step, episodes)
+				undelivered, err := objects.Delivered(ctx, l, step, episodes)
 				require.NoError(t, err)
 				assert.Equal(t, []bool{false, false}, undelivered, "nothing is delivered before the confirm")
 				requests = nil
@@ -67,7 +67,7 @@ func TestAnObjectKeepsItsRangeAndProgressUntilItsConfirmMarksItsEpisodesDelivere
 				require.NoError(t, objects.Send(ctx, l, fp, again, []byte("parquet"), episodes))
 				assert.Equal(t, tt.again, requests, "the retry resumes where the first attempt stopped")
 			}
-			delivered, err := l.Delivered(ctx, step, episodes)
+			delivered, err := objects.Delivered(ctx, l, step, episodes)
 			require.NoError(t, err)
 			assert.Equal(t, []bool{true, true}, delivered, "the confirm marks the episodes delivered")
 			assert.Equal(t, int64(1), objects.Take(ctx, l, fp, step).Range, "a confirmed object is forgotten: the same object again is a new one")

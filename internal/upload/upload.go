@@ -102,7 +102,7 @@ type Loc struct{ Scope, Record int }
 type Batch struct {
 	// l and route are the run's: boxed once a push rather than once an
 	// episode.
-	l     Ledger
+	l     ObjectRun
 	route Route
 	steps map[int64][]episode
 	docs  []document
@@ -131,7 +131,7 @@ type reasonCount struct {
 // NewBatch returns an empty batch of the run that l and route keep (the
 // same lease, as two roles) for a push of about records records. Release
 // ends it.
-func (u *Uploader) NewBatch(l Ledger, route Route, records int) *Batch {
+func (u *Uploader) NewBatch(l ObjectRun, route Route, records int) *Batch {
 	return &Batch{l: l, route: route, steps: map[int64][]episode{}, hint: records, text: u.text.Arena(), now: time.Now(), u: u}
 }
 
@@ -250,7 +250,7 @@ func (u *Uploader) toTable(b *Batch, rec sampletable.Record, loc Loc) {
 
 // coerced counts a batch's coercions by reason and says, once per run and
 // reason, what the trainer could send instead.
-func (u *Uploader) coerced(l Ledger, counts []reasonCount) {
+func (u *Uploader) coerced(l ObjectRun, counts []reasonCount) {
 	slices.SortFunc(counts, func(a, b reasonCount) int { return cmp.Compare(a.reason, b.reason) })
 	for _, c := range counts {
 		r := c.reason
@@ -272,13 +272,13 @@ func coercionMeaning(r reject.Reason) string {
 	return string(r)
 }
 
-func (u *Uploader) skip(l Ledger, reason reject.Reason, n int) {
+func (u *Uploader) skip(l ObjectRun, reason reject.Reason, n int) {
 	u.tel.Skip(reject.SignalLogs, reason, n)
 	l.Count("episodes_skipped", int64(n))
 }
 
 // reject counts n lost episodes and warns once per key.
-func (u *Uploader) reject(l Ledger, reason reject.Reason, n int, key, msg string, fields ...zap.Field) {
+func (u *Uploader) reject(l ObjectRun, reason reject.Reason, n int, key, msg string, fields ...zap.Field) {
 	u.tel.Reject(reject.SignalLogs, reason, n)
 	l.Count("episodes_rejected", int64(n))
 	u.warn.Warn(key, msg, append([]zap.Field{zap.String("run_id", l.ID())}, fields...)...)
@@ -345,21 +345,21 @@ func (u *Uploader) Upload(ctx context.Context, b *Batch) (map[Loc]bool, error) {
 }
 
 // undelivered leaves out the episodes of step confirmed before.
-func (u *Uploader) undelivered(ctx context.Context, l Ledger, step int64, eps []episode) ([]episode, error) {
+func (u *Uploader) undelivered(ctx context.Context, l ObjectRun, step int64, eps []episode) ([]episode, error) {
 	return notYetDelivered(ctx, u, l, eps, func(episode) int64 { return step }, func(e episode) uint64 { return e.fp })
 }
 
 // notYetDelivered leaves out, and counts, the items whose fingerprint a
 // sink committed before: a batch replayed by the queue after a restart, or
 // by the collector's retry. The ledger is asked once per step.
-func notYetDelivered[T any](ctx context.Context, u *Uploader, l Ledger, items []T, step func(T) int64, fp func(T) uint64) ([]T, error) {
+func notYetDelivered[T any](ctx context.Context, u *Uploader, l ObjectRun, items []T, step func(T) int64, fp func(T) uint64) ([]T, error) {
 	done := make([]bool, len(items))
 	for st, idx := range byStep(items, step) {
 		fps := make([]uint64, len(idx))
 		for j, i := range idx {
 			fps[j] = fp(items[i])
 		}
-		got, err := l.Delivered(ctx, st, fps)
+		got, err := u.objects.Delivered(ctx, l, st, fps)
 		if err != nil {
 			return nil, err
 		}
@@ -387,13 +387,13 @@ func notYetDelivered[T any](ctx context.Context, u *Uploader, l Ledger, items []
 }
 
 // markDelivered records items a sink committed, a marking per step.
-func markDelivered[T any](ctx context.Context, l Ledger, items []T, step func(T) int64, fp func(T) uint64) {
+func markDelivered[T any](ctx context.Context, u *Uploader, l ObjectRun, items []T, step func(T) int64, fp func(T) uint64) {
 	for st, idx := range byStep(items, step) {
 		fps := make([]uint64, len(idx))
 		for j, i := range idx {
 			fps[j] = fp(items[i])
 		}
-		l.MarkDelivered(ctx, st, fps)
+		u.objects.markDelivered(ctx, l, st, fps)
 	}
 }
 
@@ -426,7 +426,7 @@ func splitBySize(eps []episode, max int64) [][]episode {
 }
 
 // uploadObject encodes one object with its range and sends it.
-func (u *Uploader) uploadObject(ctx context.Context, l Ledger, step int64, part []episode) error {
+func (u *Uploader) uploadObject(ctx context.Context, l ObjectRun, step int64, part []episode) error {
 	fp := objectFingerprint(step, part)
 	obj := u.objects.Take(ctx, l, fp, step)
 	buf := u.bodies.get()
