@@ -94,10 +94,11 @@ func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lea
 	var failed map[upload.Loc]bool
 	var errs []error
 	if len(docs) > 0 {
-		onSamples, retryDocs, err := b.uploader.UploadEvalDocuments(ctx, l, l, docs, func(d upload.EvalDocument) {
-			count(d.Loc)
+		onSamples, committed, retryDocs, err := b.uploader.UploadEvalDocuments(ctx, l, l, docs)
+		for _, loc := range committed {
+			count(loc)
 			sum.AddTracesEpisodes(1)
-		})
+		}
 		for _, d := range onSamples {
 			samples = append(samples, d.Samples...)
 		}
@@ -115,7 +116,10 @@ func (e *primeExporter) pushEvalLogs(ctx context.Context, b *backend, l runs.Lea
 			failed[s.Loc] = true
 		}
 	} else {
-		retrySamples, err := b.uploader.UploadSamples(ctx, l, b.evals, samples, func(s upload.EvalSample) { count(s.Loc) })
+		sent, retrySamples, err := b.uploader.UploadSamples(ctx, l, b.evals, samples)
+		for _, loc := range sent {
+			count(loc)
+		}
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -39,8 +39,9 @@ func SampleFingerprint(origin []byte, i int) uint64 {
 
 // UploadSamples appends an evaluation's samples in requests of at most
 // 25 MiB, in order, leaving out the samples delivered before (a replay
-// after a restart or a retry). sent is told of each sample that reached
-// the platform, or may have, so the summary counts it once.
+// after a restart or a retry). It returns where the samples that reached
+// the platform, or may have, came from, so the summary counts each once,
+// and the records to retry.
 //
 // Appending is not replayable. A batch whose answer was lost is counted
 // (eval_samples_uncertain), logged once per run, recorded as delivered
@@ -48,10 +49,10 @@ func SampleFingerprint(origin []byte, i int) uint64 {
 // good is counted and dropped; one that provably never arrived (the
 // platform down, 429) goes back to the collector's retry with every later
 // batch, unsent. A sample too large for any request is rejected alone.
-func (u *Uploader) UploadSamples(ctx context.Context, l ObjectRun, evals platform.Evals, samples []EvalSample, sent func(EvalSample)) (map[Loc]bool, error) {
+func (u *Uploader) UploadSamples(ctx context.Context, l ObjectRun, evals platform.Evals, samples []EvalSample) (sent []Loc, retry map[Loc]bool, err error) {
 	pending, err := notYetDelivered(ctx, u, l, samples, func(EvalSample) int64 { return NoStep }, func(s EvalSample) uint64 { return s.FP })
 	if err != nil {
-		return sampleLocs(samples), err
+		return nil, sampleLocs(samples), err
 	}
 	raw := make([]json.RawMessage, len(pending))
 	for i, s := range pending {
@@ -77,7 +78,6 @@ func (u *Uploader) UploadSamples(ctx context.Context, l ObjectRun, evals platfor
 		}
 	}
 
-	var retry map[Loc]bool
 	var down error
 	next := 0
 	for _, batch := range batches {
@@ -107,15 +107,15 @@ func (u *Uploader) UploadSamples(ctx context.Context, l ObjectRun, evals platfor
 		fps := make([]uint64, len(part))
 		for i, s := range part {
 			fps[i] = s.FP
-			sent(s)
+			sent = append(sent, s.Loc)
 		}
 		u.objects.markDelivered(ctx, l, NoStep, fps)
 		u.tel.SamplesUploaded(len(part), 0, 0)
 	}
 	if down != nil {
-		return retry, platform.Retryable(down)
+		return sent, retry, platform.Retryable(down)
 	}
-	return nil, nil
+	return sent, nil, nil
 }
 
 // EvalDocument is an evaluation's native document on its way to Prime
@@ -133,9 +133,9 @@ type EvalDocument struct {
 // (content-addressed batches, what was committed before left out). The
 // documents of a run Prime Traces turned away before its first commit come
 // back in onSamples: from then on the run's documents go to the samples
-// route. committed is told of each document Prime Traces committed. It
-// returns the records to retry and the error to retry them with.
-func (u *Uploader) UploadEvalDocuments(ctx context.Context, l ObjectRun, route Route, docs []EvalDocument, committed func(EvalDocument)) (onSamples []EvalDocument, retry map[Loc]bool, err error) {
+// route. It also returns where the documents Prime Traces committed came
+// from, and the records to retry with the error to retry them with.
+func (u *Uploader) UploadEvalDocuments(ctx context.Context, l ObjectRun, route Route, docs []EvalDocument) (onSamples []EvalDocument, committed []Loc, retry map[Loc]bool, err error) {
 	in := make([]document, len(docs))
 	for i := range docs {
 		in[i] = document{raw: docs[i].Raw, loc: docs[i].Loc, eval: &docs[i], step: NoStep}
@@ -154,13 +154,13 @@ func (u *Uploader) UploadEvalDocuments(ctx context.Context, l ObjectRun, route R
 		func(d document) { onSamples = append(onSamples, *d.eval) },
 		func(part []document) {
 			for _, d := range part {
-				committed(*d.eval)
+				committed = append(committed, d.eval.Loc)
 			}
 		})
 	if len(errs) > 0 {
-		return onSamples, retry, platform.Retryable(platform.FirstRetryError(errs))
+		return onSamples, committed, retry, platform.Retryable(platform.FirstRetryError(errs))
 	}
-	return onSamples, nil, nil
+	return onSamples, committed, nil, nil
 }
 
 // Traced says a run's native documents go to Prime Traces: it is on, and
