@@ -77,11 +77,12 @@ func NewObjects(p platform.Objects, store ObjectStore, warn *logonce.Logger) *Ob
 // or new, with a range of its own, which nothing is written for: an
 // object only exists for the platform once it is confirmed.
 func (o *Objects) Take(ctx context.Context, r ObjectRun, fp uint64, step int64) platform.Object {
-	k := objectKey{r.Key(), fp}
+	key := r.Key()
+	k := objectKey{key, fp}
 	if obj, ok := o.inflight.Get(k); ok {
 		return obj
 	}
-	so, found, err := o.store.Object(ctx, r.Key(), fp)
+	so, found, err := o.store.Object(ctx, key, fp)
 	if err == nil && found && (so.RunID == "" || so.RunID == r.ID()) {
 		obj := objectOf(so)
 		o.inflight.Add(k, obj)
@@ -118,13 +119,14 @@ const msgNotMarked = "Could not record delivered episodes in storage; a replay a
 // The confirm marks its episodes delivered and forgets it. An object the
 // platform refuses for good is forgotten too.
 func (o *Objects) Send(ctx context.Context, r ObjectRun, fp uint64, obj platform.Object, body []byte, episodes []uint64) error {
-	k := objectKey{r.Key(), fp}
+	id, key := r.ID(), r.Key()
+	k := objectKey{key, fp}
 	for {
-		next, done, err := o.platform.Advance(ctx, r.ID(), obj, body)
+		next, done, err := o.platform.Advance(ctx, id, obj, body)
 		if err != nil {
 			if platform.Permanent(err) {
 				o.inflight.Remove(k)
-				_ = o.store.DropObject(ctx, r.Key(), fp)
+				_ = o.store.DropObject(ctx, key, fp)
 			}
 			return err
 		}
@@ -133,16 +135,16 @@ func (o *Objects) Send(ctx context.Context, r ObjectRun, fp uint64, obj platform
 		}
 		obj = next
 		o.inflight.Add(k, obj)
-		if err := o.store.SaveObject(ctx, r.Key(), fp, savedObject(r.ID(), obj)); err != nil {
-			o.warn.Warn("object\x00"+r.ID(), "Could not save a sample object's progress to storage; after a restart it is presigned or put again", zap.String("run_id", r.ID()), zap.Error(err))
+		if err := o.store.SaveObject(ctx, key, fp, savedObject(id, obj)); err != nil {
+			o.warn.Warn("object\x00"+id, "Could not save a sample object's progress to storage; after a restart it is presigned or put again", zap.String("run_id", id), zap.Error(err))
 		}
 	}
 	o.inflight.Remove(k)
 	// A crash between the confirm and this write is the one window in
 	// which a replayed batch can find these episodes undelivered; its
 	// object, saved as put, is then only confirmed again.
-	if err := o.store.ConfirmObject(ctx, r.Key(), fp, obj.Step, episodes); err != nil {
-		o.warn.Warn("delivered\x00"+r.ID(), msgNotMarked, zap.String("run_id", r.ID()), zap.Error(err))
+	if err := o.store.ConfirmObject(ctx, key, fp, obj.Step, episodes); err != nil {
+		o.warn.Warn("delivered\x00"+id, msgNotMarked, zap.String("run_id", id), zap.Error(err))
 	}
 	r.Count("sample_rows", int64(len(episodes)))
 	r.Count("sample_objects", 1)
