@@ -61,11 +61,16 @@ func fillDisk(t *testing.T, dir string) int64 {
 }
 
 // probeReceiver posts one OTLP/HTTP metrics request of a kind the exporter skips
-// (it creates no run) and returns the receiver's status code.
+// (it creates no run) and returns the receiver's status code. The request
+// carries a 2 MiB attribute: a full disk refuses what needs room, while a
+// small request may still fit in pages the queue's file freed as it
+// drained (bbolt reuses them), and is rightly taken.
 func probeReceiver(addr string) (int, error) {
 	body := fmt.Sprintf(`{"resourceMetrics":[{"resource":{"attributes":[`+
-		`{"key":"prime.run.key","value":{"stringValue":"probe"}},{"key":"prime.run.kind","value":{"stringValue":"probe"}}]},`+
-		`"scopeMetrics":[{"metrics":[{"name":"probe","gauge":{"dataPoints":[{"asDouble":1,"timeUnixNano":"%d"}]}}]}]}]}`, time.Now().UnixNano())
+		`{"key":"prime.run.key","value":{"stringValue":"probe"}},{"key":"prime.run.kind","value":{"stringValue":"probe"}},`+
+		`{"key":"padding","value":{"stringValue":"%s"}}]},`+
+		`"scopeMetrics":[{"metrics":[{"name":"probe","gauge":{"dataPoints":[{"asDouble":1,"timeUnixNano":"%d"}]}}]}]}]}`,
+		strings.Repeat("p", 2<<20), time.Now().UnixNano())
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Post("http://"+addr+"/v1/metrics", "application/json", strings.NewReader(body))
 	if err != nil {
