@@ -32,15 +32,29 @@ func (ix *jsonIndex) valueAt(p int, at uint32) (v value, end int, next uint32) {
 // each member of the object at entry at, in text order, and stops at fn's
 // first error.
 func (ix *jsonIndex) members(at uint32, fn func(key string, v value) error) error {
+	return ix.eachMember(at, false, fn)
+}
+
+// keyedMembers is members with each key unquoted: a projection's walk,
+// which compares keys, calls fn itself rather than through a closure that
+// unquotes, a call saved a member.
+func (ix *jsonIndex) keyedMembers(at uint32, fn func(key string, v value) error) error {
+	return ix.eachMember(at, true, fn)
+}
+
+func (ix *jsonIndex) eachMember(at uint32, unquoted bool, fn func(key string, v value) error) error {
 	s := ix.text
 	i := skipSpace(s, int(ix.entries[at].start)+1)
 	if s[i] == '}' {
 		return nil
 	}
 	for k := at + 1; ; {
-		key := s[i:ix.entries[k].end]
-		v0 := skipSpace(s, skipSpace(s, int(ix.entries[k].end))+1) // past the colon
-		v, end, next := ix.valueAt(v0, k+1)
+		kend := int(ix.entries[k].end)
+		key := s[i:kend]
+		if unquoted {
+			key = unquote(key)
+		}
+		v, end, next := ix.valueAt(skipSpace(s, skipSpace(s, kend)+1), k+1) // past the colon
 		if err := fn(key, v); err != nil {
 			return err
 		}
