@@ -21,10 +21,11 @@ import (
 // bytes into classes (classify: quotes, backslashes, control characters,
 // whitespace, brackets and punctuation); word arithmetic finds which
 // bytes are inside strings (jsonindex_bits.go); then only the bytes that
-// matter to the grammar are visited: brackets, commas and colons outside
-// strings, quotes, and the first byte of each number or literal. A string
-// costs its two quotes and the escapes in it, not a byte-by-byte scan; a
-// run of numbers in an array is checked in one loop (numberRun).
+// matter to the grammar are visited: brackets outside strings, quotes,
+// and the first byte of each number or literal. A string costs its two
+// quotes and the escapes in it, not a byte-by-byte scan; a compact member
+// ("key":value) and the comma after it cost one turn of the loop; a run
+// of numbers in an array is checked in one loop (numberRun).
 //
 // It accepts exactly what the scanner (jsonscan.go) accepts, which is what
 // encoding/json accepts; FuzzIndexAgreesWithTheScanner holds it to that.

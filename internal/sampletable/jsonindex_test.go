@@ -181,3 +181,27 @@ func TestTheIndexWithoutTheVectorScansAgreesWithTheScanner(t *testing.T) {
 	TestNumberRunsAgreeWithEncodingJSONAcrossBlocks(t)
 	TestLongArraysOfNumbersAreIndexedAsTheScannerReadsThem(t)
 }
+
+// TestPickAgreesWithTheWalk holds the index's pick, which compares raw keys
+// and reads only the value it returns, to picking through the walk of
+// every member: the last of duplicates, escaped keys, values of each kind.
+func TestPickAgreesWithTheWalk(t *testing.T) {
+	for _, s := range []string{
+		`{}`, `{"a":1}`, `{"a":1,"a":"two"}`, `{"adv\u0061ntage":0.5,"b":[1,{"a":2}],"a":{"x":"y"}}`,
+		`{"b":"a","c":{"a":1},"d":[{"a":2}],"a":null}`, `{ "a" : [ ] , "b" : true }`, `{"ab":1,"a\\b":2,"a\"":3}`,
+		`{"a":"\u0061","x":-1.5e3,"a":false}`,
+	} {
+		var ix jsonIndex
+		if _, _, ok := ix.build(s); !ok {
+			t.Fatalf("%s is not JSON", s)
+		}
+		doc := optValue{value{raw: s, ix: &ix}, true}
+		walked := optValue{value{raw: s}, true} // no index: the walk of every member
+		for _, key := range []string{"a", "b", "x", "advantage", "ab", "zz"} {
+			got, want := doc.pick(key), walked.pick(key)
+			if got.ok != want.ok || got.raw != want.raw {
+				t.Errorf("%s: pick(%q) = %q %v, the walk gives %q %v", s, key, got.raw, got.ok, want.raw, want.ok)
+			}
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package sampletable
 
+import "strings"
+
 // The walks of indexed text: a level's keys and values read from the
 // index (jsonindex.go), a string or container passed over in one step.
 // Numbers and literals are not in the index: a walk finds the end of one
@@ -63,6 +65,44 @@ func (ix *jsonIndex) eachMember(at uint32, unquoted bool, fn func(key string, v 
 		}
 		i, k = skipSpace(s, i+1), next
 	}
+}
+
+// pickInto gives picked[j] the value of the last member of the object at
+// entry at whose key is keys[j], a name with no escape in it; absent for
+// none, as for null. It is one loop over the object's keys in the index,
+// each raw key compared with keys, where members would decode each key
+// and call back with each value: only the values it gives are read. The
+// key after a member's is the entry after its value's when the value has
+// one, else the next.
+func (ix *jsonIndex) pickInto(at uint32, keys []string, picked []optValue) {
+	clear(picked)
+	s := ix.text
+	for k, end := at+1, ix.entries[at].next; k < end; {
+		ke := ix.entries[k]
+		p := skipSpace(s, skipSpace(s, int(ke.end))+1) // past the colon
+		next := k + 1
+		if c := s[p]; c == '"' || c == '{' || c == '[' {
+			next = ix.entries[k+1].next
+		}
+		raw := s[ke.start:ke.end]
+		for j, key := range keys {
+			if rawKeyIs(raw, key) {
+				v, _, _ := ix.valueAt(p, k+1)
+				picked[j] = opt(v)
+			}
+		}
+		k = next
+	}
+}
+
+// rawKeyIs tells whether the key raw (quotes included) decodes to key, a
+// name with no escape in it: an escape makes a key's text longer than
+// what it decodes to.
+func rawKeyIs(raw, key string) bool {
+	if len(raw) == len(key)+2 {
+		return raw[1:len(raw)-1] == key
+	}
+	return len(raw) > len(key)+2 && strings.IndexByte(raw, '\\') >= 0 && unquote(raw) == key
 }
 
 // elements calls fn with the index and value of each element of the array
