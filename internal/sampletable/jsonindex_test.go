@@ -189,7 +189,7 @@ func TestPickAgreesWithTheWalk(t *testing.T) {
 	for _, s := range []string{
 		`{}`, `{"a":1}`, `{"a":1,"a":"two"}`, `{"adv\u0061ntage":0.5,"b":[1,{"a":2}],"a":{"x":"y"}}`,
 		`{"b":"a","c":{"a":1},"d":[{"a":2}],"a":null}`, `{ "a" : [ ] , "b" : true }`, `{"ab":1,"a\\b":2,"a\"":3}`,
-		`{"a":"\u0061","x":-1.5e3,"a":false}`,
+		`{"a":"\u0061","x":-1.5e3,"a":false}`, `{"\u0061b":1,"a\u0062c":2,"abx":3}`, `{"abc":1,"ab\n":2}`,
 	} {
 		var ix jsonIndex
 		if _, _, ok := ix.build(s); !ok {

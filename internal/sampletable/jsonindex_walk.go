@@ -1,7 +1,5 @@
 package sampletable
 
-import "strings"
-
 // The walks of indexed text: a level's keys and values read from the
 // index (jsonindex.go), a string or container passed over in one step.
 // Numbers and literals are not in the index: a walk finds the end of one
@@ -96,13 +94,20 @@ func (ix *jsonIndex) pickInto(at uint32, keys []string, picked []optValue) {
 }
 
 // rawKeyIs tells whether the key raw (quotes included) decodes to key, a
-// name with no escape in it: an escape makes a key's text longer than
-// what it decodes to.
+// name with no escape in it. Only an escape makes a key's text longer
+// than what it decodes to, and the bytes before the first escape are the
+// decoded key's own: a key is told from another by its first bytes, not
+// searched for a backslash.
 func rawKeyIs(raw, key string) bool {
-	if len(raw) == len(key)+2 {
-		return raw[1:len(raw)-1] == key
+	inner := raw[1 : len(raw)-1]
+	if len(inner) <= len(key) {
+		return inner == key
 	}
-	return len(raw) > len(key)+2 && strings.IndexByte(raw, '\\') >= 0 && unquote(raw) == key
+	i := 0
+	for i < len(key) && inner[i] == key[i] {
+		i++
+	}
+	return inner[i] == '\\' && unquote(raw) == key
 }
 
 // elements calls fn with the index and value of each element of the array
