@@ -197,7 +197,7 @@ func TestPickAgreesWithTheWalk(t *testing.T) {
 		}
 		doc := optValue{value{raw: s, ix: &ix}, true}
 		walked := optValue{value{raw: s}, true} // no index: the walk of every member
-		for _, key := range []string{"a", "b", "x", "advantage", "ab", "zz"} {
+		for _, key := range []string{"a", "b", "x", "advantage", "ab", "abc", "zz"} {
 			got, want := doc.pick(key), walked.pick(key)
 			if got.ok != want.ok || got.raw != want.raw {
 				t.Errorf("%s: pick(%q) = %q %v, the walk gives %q %v", s, key, got.raw, got.ok, want.raw, want.ok)
