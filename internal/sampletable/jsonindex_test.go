@@ -1,6 +1,7 @@
 package sampletable
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -204,4 +205,43 @@ func TestPickAgreesWithTheWalk(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzPickedAgreesWithTheWalk holds forPicked on indexed text, which reads
+// each element's picked members from the index (pickInto), to forPicked on
+// the same text without an index, which walks every member.
+func FuzzPickedAgreesWithTheWalk(f *testing.F) {
+	for _, s := range []string{
+		`[]`, `[{}]`, `[{"parent":0,"message":{"role":"user"}},{"parent":null},1,{"a":[1,{"parent":2}],"parent":3}]`,
+		`[{"parent":"x","p\u0061rent":1,"message":"m"},{"message":null,"message":[]}]`, ` [ { "parent" : 1 } , "s" ] `, `{"parent":1}`,
+	} {
+		f.Add(s)
+	}
+	keys := []string{"parent", "message", "a"}
+	f.Fuzz(func(t *testing.T, s string) {
+		var ix jsonIndex
+		if _, _, ok := ix.build(s); !ok || len(ix.entries) == 0 || s[ix.entries[0].start] != '[' && s[ix.entries[0].start] != '{' {
+			return
+		}
+		raw := s[ix.entries[0].start:ix.entries[0].end]
+		walk := func(o optValue) string {
+			var sb strings.Builder
+			picked := make([]optValue, len(keys))
+			isList, err := o.forPicked(keys, picked, func(i int) error {
+				for _, p := range picked {
+					fmt.Fprintf(&sb, "%d %v %q;", i, p.ok, p.raw)
+				}
+				return nil
+			}, func(i int, v value) error {
+				fmt.Fprintf(&sb, "%d not a map %q;", i, v.raw)
+				return nil
+			})
+			fmt.Fprintf(&sb, "%v %v", isList, err)
+			return sb.String()
+		}
+		got, want := walk(optValue{value{raw: raw, ix: &ix}, true}), walk(optValue{value{raw: raw}, true})
+		if got != want {
+			t.Fatalf("%s: picked from the index\n%s\nfrom the walk\n%s", s, got, want)
+		}
+	})
 }
