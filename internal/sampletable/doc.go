@@ -302,7 +302,8 @@
 // and the escapes JSON does not allow, and marks the bytes the grammar
 // must see (brackets, quotes, the first byte of each number or literal);
 // the Go loop visits only those, checking the colons and commas between
-// them where they lie. The same pass tells whether the text is compact and
+// them where they lie, and in compact text takes a member ("key":value)
+// and the comma after it in one turn. The same pass tells whether the text is compact and
 // whether it has a byte ≥ 0x80, so that neither compaction nor the UTF-8
 // check reads ASCII text again. A long run of numbers in an array (token
 // ids, logprobs) is checked 64 bytes at a time too (jsonnumbers.go). The

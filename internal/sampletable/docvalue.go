@@ -55,7 +55,7 @@ func (f value) forMembers(fn func(key string, v value) error) (isMap bool, err e
 		return false, nil
 	}
 	if f.ix != nil {
-		return true, f.ix.members(f.at, func(k string, v value) error { return fn(unquote(k), v) })
+		return true, f.ix.keyedMembers(f.at, fn)
 	}
 	// The text was checked when the body was read: the walk checks
 	// nothing again (walkMembers) and cannot fail but through fn.
@@ -95,7 +95,7 @@ func (f value) forMapElements(member func(key string, v value) error, done func(
 			if el.raw[0] != '{' {
 				return notMap(i, el)
 			}
-			if err := el.ix.members(el.at, func(k string, v value) error { return member(unquote(k), v) }); err != nil {
+			if err := el.ix.keyedMembers(el.at, member); err != nil {
 				return err
 			}
 			return done(i)

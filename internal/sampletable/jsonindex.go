@@ -21,10 +21,11 @@ import (
 // bytes into classes (classify: quotes, backslashes, control characters,
 // whitespace, brackets and punctuation); word arithmetic finds which
 // bytes are inside strings (jsonindex_bits.go); then only the bytes that
-// matter to the grammar are visited: brackets, commas and colons outside
-// strings, quotes, and the first byte of each number or literal. A string
-// costs its two quotes and the escapes in it, not a byte-by-byte scan; a
-// run of numbers in an array is checked in one loop (numberRun).
+// matter to the grammar are visited: brackets outside strings, quotes,
+// and the first byte of each number or literal. A string costs its two
+// quotes and the escapes in it, not a byte-by-byte scan; a compact member
+// ("key":value) and the comma after it cost one turn of the loop; a run
+// of numbers in an array is checked in one loop (numberRun).
 //
 // It accepts exactly what the scanner (jsonscan.go) accepts, which is what
 // encoding/json accepts; FuzzIndexAgreesWithTheScanner holds it to that.
@@ -114,6 +115,7 @@ func (ix *jsonIndex) build(text string) (compact, ascii, ok bool) {
 			}
 			// Inside a run of scalars checked whole, nothing is visited.
 			visit := marks[bi].visit &^ below(skipUntil-base)
+		visits:
 			for visit != 0 {
 				t := base + bits.TrailingZeros64(visit)
 				visit &= visit - 1
@@ -161,49 +163,83 @@ func (ix *jsonIndex) build(text string) (compact, ascii, ok bool) {
 				default: // stDone: something after the text's value
 					return false, false, false
 				}
-				switch {
-				case isKey && b != '"':
-					return false, false, false // an object's member starts with its key
-				case b == '{' || b == '[':
-					if len(stack) >= maxDepth {
+				// t starts a value, or a key when isKey. Each token after it
+				// that follows with no whitespace and lies in this block is
+				// taken in this turn too (chain), where the state switch
+				// above would take a turn and a dispatch on st for it: a
+				// compact member, "key":value, is one turn, and chat JSON
+				// is mostly such members.
+				for {
+					switch {
+					case isKey && b != '"':
+						return false, false, false // an object's member starts with its key
+					case b == '{' || b == '[':
+						if len(stack) >= maxDepth {
+							return false, false, false
+						}
+						array, next := 0, stOpenObj
+						if b == '[' {
+							array, next = 1, stOpenArr
+						}
+						stack = append(stack, uint32(len(entries))<<1|uint32(array))
+						entries = append(entries, indexEntry{start: uint32(t)})
+						last, st = t+1, next
+						// Its first member or element, not its close,
+						// which the state switch checks.
+						if visit == 0 || base+bits.TrailingZeros64(visit) != last || s[last] == ']' || s[last] == '}' {
+							continue visits
+						}
+						isKey = b == '{'
+					case b == '}' || b == ']':
 						return false, false, false
+					case b != '"':
+						end, ok := scalar(s, t, st == stOpenArr || (st == stNext && stack[len(stack)-1]&1 == 1))
+						if !ok {
+							return false, false, false
+						}
+						// The bytes the pass would visit inside a run of
+						// scalars checked in one loop are passed over.
+						skipUntil = end
+						visit &^= below(end - base)
+						last, st = end, afterValue(len(stack))
+						if !chainsComma(s, st, last, base, visit) {
+							continue visits
+						}
+						isKey = stack[len(stack)-1]&1 == 0
+					default:
+						// A string, a key when isKey. Nothing inside it is
+						// visited, so the next byte visited is its closing
+						// quote.
+						str = len(entries)
+						entries = append(entries, indexEntry{start: uint32(t), next: uint32(str + 1)})
+						st = stString
+						if isKey {
+							st = stKey
+						}
+						if visit == 0 {
+							continue visits
+						}
+						t = base + bits.TrailingZeros64(visit)
+						visit &= visit - 1
+						entries[str].end = uint32(t + 1)
+						last = t + 1
+						if !isKey {
+							st = afterValue(len(stack))
+							if !chainsComma(s, st, last, base, visit) {
+								continue visits
+							}
+							isKey = stack[len(stack)-1]&1 == 0
+							break
+						}
+						st = stColon
+						if visit == 0 || s[last] != ':' || base+bits.TrailingZeros64(visit) != last+1 {
+							continue visits
+						}
+						isKey = false
 					}
-					array, next := 0, stOpenObj
-					if b == '[' {
-						array, next = 1, stOpenArr
-					}
-					stack = append(stack, uint32(len(entries))<<1|uint32(array))
-					entries = append(entries, indexEntry{start: uint32(t)})
-					last, st = t+1, next
-					continue
-				case b == '}' || b == ']':
-					return false, false, false
-				case b != '"':
-					end, ok := scalar(s, t, st == stOpenArr || (st == stNext && stack[len(stack)-1]&1 == 1))
-					if !ok {
-						return false, false, false
-					}
-					// The bytes the pass would visit inside a run of
-					// scalars checked in one loop are passed over.
-					skipUntil = end
-					visit &^= below(end - base)
-					last, st = end, afterValue(len(stack))
-					continue
-				}
-				// A string, a key when isKey. Nothing inside it is visited,
-				// so the next byte visited is its closing quote: taken here
-				// when it lies in this block, a turn of the loop saved.
-				str = len(entries)
-				entries = append(entries, indexEntry{start: uint32(t), next: uint32(str + 1)})
-				st = stString
-				if isKey {
-					st = stKey
-				}
-				if visit != 0 {
 					t = base + bits.TrailingZeros64(visit)
 					visit &= visit - 1
-					entries[str].end = uint32(t + 1)
-					last, st = t+1, afterString(st, len(stack))
+					b = s[t]
 				}
 			}
 		}
@@ -259,6 +295,13 @@ func scalar(s string, t int, inArray bool) (int, bool) {
 		}
 		t = end + 1
 	}
+}
+
+// chainsComma tells whether, after a value that ends at last, the next
+// byte visited, in this block, follows a comma just after it: the next
+// member or element of compact text.
+func chainsComma(s string, st, last, base int, visit uint64) bool {
+	return st == stNext && visit != 0 && base+bits.TrailingZeros64(visit) == last+1 && s[last] == ','
 }
 
 // startsScalar tells a byte a number or literal may start with.

@@ -1,6 +1,7 @@
 package sampletable
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -180,4 +181,67 @@ func TestTheIndexWithoutTheVectorScansAgreesWithTheScanner(t *testing.T) {
 	TestTheIndexAgreesWithTheScannerOnTextsAcrossBlocks(t)
 	TestNumberRunsAgreeWithEncodingJSONAcrossBlocks(t)
 	TestLongArraysOfNumbersAreIndexedAsTheScannerReadsThem(t)
+}
+
+// TestPickAgreesWithTheWalk holds the index's pick, which compares raw keys
+// and reads only the value it returns, to picking through the walk of
+// every member: the last of duplicates, escaped keys, values of each kind.
+func TestPickAgreesWithTheWalk(t *testing.T) {
+	for _, s := range []string{
+		`{}`, `{"a":1}`, `{"a":1,"a":"two"}`, `{"adv\u0061ntage":0.5,"b":[1,{"a":2}],"a":{"x":"y"}}`,
+		`{"b":"a","c":{"a":1},"d":[{"a":2}],"a":null}`, `{ "a" : [ ] , "b" : true }`, `{"ab":1,"a\\b":2,"a\"":3}`,
+		`{"a":"\u0061","x":-1.5e3,"a":false}`, `{"\u0061b":1,"a\u0062c":2,"abx":3}`, `{"abc":1,"ab\n":2}`,
+	} {
+		var ix jsonIndex
+		if _, _, ok := ix.build(s); !ok {
+			t.Fatalf("%s is not JSON", s)
+		}
+		doc := optValue{value{raw: s, ix: &ix}, true}
+		walked := optValue{value{raw: s}, true} // no index: the walk of every member
+		for _, key := range []string{"a", "b", "x", "advantage", "ab", "abc", "zz"} {
+			got, want := doc.pick(key), walked.pick(key)
+			if got.ok != want.ok || got.raw != want.raw {
+				t.Errorf("%s: pick(%q) = %q %v, the walk gives %q %v", s, key, got.raw, got.ok, want.raw, want.ok)
+			}
+		}
+	}
+}
+
+// FuzzPickedAgreesWithTheWalk holds forPicked on indexed text, which reads
+// each element's picked members from the index (pickInto), to forPicked on
+// the same text without an index, which walks every member.
+func FuzzPickedAgreesWithTheWalk(f *testing.F) {
+	for _, s := range []string{
+		`[]`, `[{}]`, `[{"parent":0,"message":{"role":"user"}},{"parent":null},1,{"a":[1,{"parent":2}],"parent":3}]`,
+		`[{"parent":"x","p\u0061rent":1,"message":"m"},{"message":null,"message":[]}]`, ` [ { "parent" : 1 } , "s" ] `, `{"parent":1}`,
+	} {
+		f.Add(s)
+	}
+	keys := []string{"parent", "message", "a"}
+	f.Fuzz(func(t *testing.T, s string) {
+		var ix jsonIndex
+		if _, _, ok := ix.build(s); !ok || len(ix.entries) == 0 || s[ix.entries[0].start] != '[' && s[ix.entries[0].start] != '{' {
+			return
+		}
+		raw := s[ix.entries[0].start:ix.entries[0].end]
+		walk := func(o optValue) string {
+			var sb strings.Builder
+			picked := make([]optValue, len(keys))
+			isList, err := o.forPicked(keys, picked, func(i int) error {
+				for _, p := range picked {
+					fmt.Fprintf(&sb, "%d %v %q;", i, p.ok, p.raw)
+				}
+				return nil
+			}, func(i int, v value) error {
+				fmt.Fprintf(&sb, "%d not a map %q;", i, v.raw)
+				return nil
+			})
+			fmt.Fprintf(&sb, "%v %v", isList, err)
+			return sb.String()
+		}
+		got, want := walk(optValue{value{raw: raw, ix: &ix}, true}), walk(optValue{value{raw: raw}, true})
+		if got != want {
+			t.Fatalf("%s: picked from the index\n%s\nfrom the walk\n%s", s, got, want)
+		}
+	})
 }

@@ -81,8 +81,12 @@ type numberCarries struct {
 func numbersFrom(s string, t int) (end int, ok bool) {
 	var cs [numberChunk]numberClasses
 	var carry numberCarries
-	for base := t &^ 63; ; {
-		k := min(numberChunk, (len(s)-base)/64)
+	// The first block is classified alone: most runs in a small document
+	// (a node's dozen token ids) end in it, and classifying numberChunk
+	// blocks for them cost more than checking the run.
+	chunk := 1
+	for base := t &^ 63; ; chunk = numberChunk {
+		k := min(chunk, (len(s)-base)/64)
 		if k > 0 {
 			numberBlocks(s[base:], cs[:k])
 		} else {

@@ -39,18 +39,10 @@ func (t *trace) graph(p *projection) (graph, error) {
 	if !t.nodes.ok {
 		return g, nil
 	}
-	n := graphNode{parent: -1, call: -1}
-	var parent optValue
-	isList, err := t.nodes.forMapElements(func(k string, v value) error {
-		switch k {
-		case "parent":
-			parent = opt(v)
-		case "message":
-			n.message = opt(v)
-		}
-		return nil
-	}, func(i int) error {
-		if parent.ok {
+	var picked [2]optValue // parent, message
+	isList, err := t.nodes.forPicked([]string{"parent", "message"}, picked[:], func(i int) error {
+		n := graphNode{parent: -1, call: -1, message: picked[1]}
+		if parent := picked[0]; parent.ok {
 			p, ok := parent.int()
 			if !ok || p < 0 || p > math.MaxInt32 {
 				return docMisfit(t.path(fmt.Sprintf("nodes[%d].parent", i)), parent.value, "the index of a node")
@@ -59,7 +51,6 @@ func (t *trace) graph(p *projection) (graph, error) {
 		}
 		n.size = n.message.orNull().jsonSize()
 		g.nodes = append(g.nodes, n)
-		n, parent = graphNode{parent: -1, call: -1}, optValue{}
 		return nil
 	}, func(i int, v value) error {
 		return docMisfit(t.path(fmt.Sprintf("nodes[%d]", i)), v, "a map")
@@ -91,18 +82,10 @@ func (t *trace) readCalls(g *graph) error {
 	if !t.calls.ok {
 		return nil
 	}
-	var node, usage optValue
-	isList, err := t.calls.forMapElements(func(k string, v value) error {
-		switch k {
-		case "node":
-			node = opt(v)
-		case "usage":
-			usage = opt(v)
-		}
-		return nil
-	}, func(i int) error {
-		defer func() { node, usage = optValue{}, optValue{} }()
-		u, err := t.readUsage(i, usage)
+	var picked [2]optValue // node, usage
+	isList, err := t.calls.forPicked([]string{"node", "usage"}, picked[:], func(i int) error {
+		node := picked[0]
+		u, err := t.readUsage(i, picked[1])
 		if err != nil {
 			return err
 		}
