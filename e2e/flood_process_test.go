@@ -20,18 +20,18 @@ import (
 )
 
 // The flooder runs in a process of its own, this test binary again
-// (TestFloodSenderProcess), at the niceness PRIME_FLOOD_NICE (19; 0 runs it
-// as the others run). A flooding tenant's senders are on its own machines,
-// not the gateway's: what the test measures is what the gateway's handling
-// of the flood costs the others, so the flooder's building and sending of
-// requests takes only the CPU nothing else wants, and the test's own
-// process (the others' senders, their clocks and the fake platform) shares
-// no scheduler with it. The report gives what it tried a second, so a
+// (TestFloodSenderProcess), at the niceness PRIME_FLOOD_NICE (0). A
+// flooding tenant's senders are on its own machines, not the gateway's:
+// what the test measures is what the gateway's handling of the flood costs
+// the others, so the test's own process (the others' senders, the clocks
+// that time them, the fake platform) shares no Go scheduler with the
+// flood's goroutines. PRIME_FLOOD_NICE=19 also leaves the flood only the
+// CPU nothing else wants. The report gives what it tried a second, so a
 // flooder too starved to flood shows.
 
-// floodNiceness is PRIME_FLOOD_NICE, 19 unless set.
+// floodNiceness is PRIME_FLOOD_NICE, 0 unless set.
 func floodNiceness(t *testing.T) int {
-	return envInt(t, "PRIME_FLOOD_NICE", 19)
+	return envInt(t, "PRIME_FLOOD_NICE", 0)
 }
 
 // floodChildEnv carries the order of the flooder's process, as JSON.
