@@ -97,31 +97,28 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return wait(ctx, nil, d)
 }
 
 // SleepUnless is Sleep that also ends, with ErrStopping, when stopping
 // closes: the collector's shutdown notice, after which nothing waits in
 // place, so that draining the queue does not wait out a backoff.
 func SleepUnless(stopping <-chan struct{}) func(ctx context.Context, d time.Duration) error {
-	return func(ctx context.Context, d time.Duration) error {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-stopping:
-			return ErrStopping
-		case <-t.C:
-			return nil
-		}
+	return func(ctx context.Context, d time.Duration) error { return wait(ctx, stopping, d) }
+}
+
+// wait is the one timer wait of Sleep and SleepUnless; a nil stopping
+// never closes.
+func wait(ctx context.Context, stopping <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stopping:
+		return ErrStopping
+	case <-t.C:
+		return nil
 	}
 }
 

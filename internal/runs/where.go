@@ -21,13 +21,11 @@ func (c Config) Where(runID string) zap.Field {
 	return zap.Skip()
 }
 
-// WhereEval is Where for an evaluation.
+// WhereEval is Where for an evaluation, whose dashboard has a route of
+// its own; offline it is a run directory like any other.
 func (c Config) WhereEval(evalID string) zap.Field {
-	switch {
-	case c.Directory != "":
-		return zap.String("directory", platform.RunDirectory(c.Directory, evalID))
-	case c.FrontendURL != "":
+	if c.Directory == "" && c.FrontendURL != "" {
 		return zap.String("dashboard", rft.Evaluation{ID: evalID}.DashboardURL(c.FrontendURL))
 	}
-	return zap.Skip()
+	return c.Where(evalID)
 }
