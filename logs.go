@@ -120,9 +120,12 @@ func (e *primeExporter) pushResourceLogs(ctx context.Context, b *backend, rls []
 
 	ev := e.sortEvents(b, l, rls, records)
 	var errs []error
-	failedRows, err := l.PostSteps(ctx, reject.SignalLogs, ev.steps)
-	if err != nil {
-		errs = append(errs, err)
+	var failedRows map[stepmetrics.Row]bool
+	if len(ev.steps) > 0 { // a push of episodes alone has no row to post
+		var err error
+		if failedRows, err = l.PostSteps(ctx, reject.SignalLogs, ev.steps); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	failedEpisodes, err := ev.episodes.send(ctx, len(errs) > 0 && platform.Down(errs[0]))
 	if err != nil {

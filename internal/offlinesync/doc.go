@@ -20,11 +20,13 @@
 // from the journal:
 //   - a metrics line posted but not journaled is posted again; the
 //     platform merges posts of one step, so that is harmless (replayable);
-//   - an object presigned but not journaled is presigned again: the first
-//     key was never written to, and the viewer only reads confirmed keys;
-//   - an object PUT but not journaled is PUT again to the same URL (the
-//     same key, the same bytes: the rewrite is deterministic) while the URL
-//     is valid, else to a new key; only a confirmed key is in the table;
+//   - an object uploaded (presigned and PUT, in one stage) but not
+//     journaled is presigned and PUT again: the first key is never
+//     confirmed, and the viewer only reads confirmed keys;
+//   - an object whose PUT failed after its presign keeps that URL, and is
+//     PUT again to it (the same key, the same bytes: the rewrite is
+//     deterministic) while it is valid, else to a new key; only a
+//     confirmed key is in the table;
 //   - an object confirmed but not journaled is confirmed again under the
 //     same key, which the contract makes a no-op.
 //

@@ -57,7 +57,13 @@ func (k *keyCheck) SetStatus(ctx context.Context, runID string, status rft.Statu
 	return k.note(k.Platform.SetStatus(ctx, runID, status, message))
 }
 
+// Advance returns next even with an error: a PUT that failed after its
+// presign carries the new URL, which the retry PUTs to. That presign
+// proved the key.
 func (k *keyCheck) Advance(ctx context.Context, runID string, obj platform.Object, body []byte) (platform.Object, bool, error) {
 	next, done, err := k.Platform.Advance(ctx, runID, obj, body)
+	if next.Key != "" && next.Key != obj.Key {
+		k.note(nil)
+	}
 	return next, done, k.note(err)
 }

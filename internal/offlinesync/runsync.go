@@ -254,8 +254,9 @@ func (s *runSync) uploadObjects(ctx context.Context) error {
 	return first
 }
 
-// uploadObject rewrites one object's run_id and stores it through
-// presign → PUT → confirm, journaling each step as it is made.
+// uploadObject rewrites one object's run_id and stores it in the
+// platform's two stages, the upload (presign when needed, PUT) and the
+// confirm, journaling the upload once it is made.
 func (s *runSync) uploadObject(ctx context.Context, o objectFile) error {
 	s.mu.Lock()
 	entry := s.j.Objects[o.Name]
@@ -276,14 +277,20 @@ func (s *runSync) uploadObject(ctx context.Context, o objectFile) error {
 	err = s.retry(ctx, func() error {
 		for {
 			next, done, err := s.opts.Platform.Advance(ctx, s.j.RunID, obj, raw)
+			if err == nil || next.URL != "" {
+				// Kept on an error too: a PUT that failed after its
+				// presign carries the new URL, and the retry PUTs to it
+				// instead of minting another. Journaled with the next
+				// commit: losing it only orphans a URL.
+				obj = next
+				s.mu.Lock()
+				entry.progress(next)
+				s.mu.Unlock()
+			}
 			if err != nil || done {
 				return err
 			}
-			obj = next
-			s.mu.Lock()
-			entry.progress(next)
-			s.mu.Unlock()
-			// Flushed once the PUT is done, before the confirm: from
+			// Flushed once the upload is done, before the confirm: from
 			// then on the key must never be forgotten, or a new key could
 			// land the rows twice. Losing a presign only orphans a URL.
 			if err := s.journal.commit(next.Put); err != nil {

@@ -169,6 +169,33 @@ func TestAnObjectPutButNotConfirmedIsOnlyConfirmedByTheNextSync(t *testing.T) {
 	assert.True(t, objs[0].Confirmed)
 }
 
+func TestAPUTThatKeepsFailingAfterItsPresignIsRetriedAtTheSameURL(t *testing.T) {
+	f := newFixture(t)
+	dir := offlineRun(t, "team-1", []int64{2}, completed)
+	// The client's in-place attempts all fail: the sync's retry PUTs again.
+	f.platform.Inject(rfttest.RoutePut, rfttest.Fault{Status: 500}, rfttest.Fault{Status: 500}, rfttest.Fault{Status: 500})
+
+	r := Sync(context.Background(), f.options(), []string{dir})[0]
+	require.NoError(t, r.Err)
+	assert.Equal(t, 1, r.ObjectsUploaded)
+	byRoute := f.platform.RequestsByRoute()
+	assert.Equal(t, 1, byRoute[rfttest.RoutePresign], "no second presign")
+	assert.Equal(t, 4, byRoute[rfttest.RoutePut])
+	var queries []string
+	for _, req := range f.platform.Requests() {
+		if req.Method == "PUT" && strings.HasPrefix(req.Path, "/storage/") {
+			queries = append(queries, req.Path+"?"+req.Query)
+		}
+	}
+	require.Len(t, queries, 4)
+	for _, q := range queries[1:] {
+		assert.Equal(t, queries[0], q, "every PUT goes to the one presigned URL")
+	}
+	objs := f.platform.Runs()[0].Objects
+	require.Len(t, objs, 1)
+	assert.True(t, objs[0].Confirmed)
+}
+
 func TestARefusedMetricsLineIsJournaledAndTheRestLands(t *testing.T) {
 	f := newFixture(t)
 	dir := offlineRun(t, "team-1", nil, completed)

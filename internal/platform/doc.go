@@ -1,11 +1,15 @@
 // Package platform is where runs go, chosen once at start: Online (the
 // platform's RFT API through package rft) or Offline (a local directory
 // with the same bodies). Both implement Runs (create, attach, metrics,
-// finalize, status) and Objects (a step's sample object: presign → PUT →
-// confirm online, one file offline), so the lifecycle and the uploader
-// never ask which one they have. This package also holds the exporter's
-// one retry policy, the one translation of platform errors into the
-// collector's, and the watch of each service's outages.
+// finalize, status) and Objects (a step's sample object: online in two
+// stages, "upload", a presign when needed then the PUT, and "confirm";
+// one file offline), so the lifecycle and the uploader never ask which one
+// they have. The caller saves an object after its upload, before the
+// confirm: from then on its key must never be forgotten (a new key could
+// land the rows twice), while losing a presign only orphans a URL. This
+// package also holds the exporter's one retry policy, the one translation
+// of platform errors into the collector's, and the watch of each service's
+// outages.
 //
 // # Retry policy
 //

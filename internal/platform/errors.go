@@ -70,6 +70,12 @@ func Down(err error) bool {
 func watched(w *outageWatch, call func() error) error {
 	begun := w.Now()
 	err := call()
+	report(w, begun, err)
+	return err
+}
+
+// report tells w how a call begun at begun went, as watched does.
+func report(w *outageWatch, begun time.Time, err error) {
 	switch {
 	case err == nil:
 		w.Succeeded()
@@ -77,7 +83,6 @@ func watched(w *outageWatch, call func() error) error {
 		rerr, _ := rft.AsError(err) // Down holds only for an *rft.Error
 		w.Failed(rerr.Op, begun, err)
 	}
-	return err
 }
 
 // RejectReason is the reason refused data is counted under: unauthorized

@@ -130,7 +130,12 @@ func (o *Online) guard(ctx context.Context, call func() error) error {
 	if err := o.Refused(); err != nil {
 		return err
 	}
-	err := watched(o.api, call)
+	return o.checkKey(ctx, watched(o.api, call))
+}
+
+// checkKey is what a guarded call does with its error: a 401 trips the
+// guard when whoami refuses the key too, else it fails this call alone.
+func (o *Online) checkKey(ctx context.Context, err error) error {
 	rerr, ok := rft.AsError(err)
 	if !ok || rerr.Class != rft.ClassUnauthorized {
 		return err
@@ -222,31 +227,50 @@ func (o *Online) SetStatus(ctx context.Context, runID string, status rft.Status,
 	return o.guard(ctx, func() error { return o.client().SetStatus(ctx, runID, status, message) })
 }
 
-// Advance makes the object's next call: a presign when it has no URL, or
-// one about to expire before its PUT; else the PUT; after the PUT, the
-// confirm (done). A URL still valid is used again, and after a successful
-// PUT only the confirm is left. The PUT is not guarded: a 401 from object
-// storage says nothing about the API key.
+// Advance takes the object through its two stages. The upload presigns
+// when the object has no URL, or one about to expire, and PUTs, in one
+// call; it returns the object as far as it got, with a new URL even when
+// only the PUT failed, so that the next attempt PUTs to it again. After
+// the PUT, the confirm (done). The presign is guarded; the PUT is not: a
+// 401 from object storage says nothing about the API key.
 func (o *Online) Advance(ctx context.Context, runID string, obj Object, body []byte) (Object, bool, error) {
-	now := time.Now()
-	switch {
-	case obj.Key == "" || (!obj.Put && obj.expired(now)):
-		var p rft.Presigned
-		if err := o.guard(ctx, func() (err error) {
-			p, err = o.client().Presign(ctx, runID, obj.Step) // replayable: only mints a URL
-			return err
-		}); err != nil {
-			return obj, false, err
-		}
-		obj.URL, obj.Key, obj.PresignedAt, obj.ExpiresIn, obj.Put = p.URL, p.Key, now, p.ExpiresIn, false
-		return obj, false, nil
-	case !obj.Put:
-		if err := watched(o.objects, func() error { return o.client().Put(ctx, obj.URL, body) }); err != nil {
-			return obj, false, err
-		}
-		obj.Put = true
-		return obj, false, nil
+	if !obj.Put {
+		obj, err := o.upload(ctx, runID, obj, body)
+		return obj, false, err
 	}
 	// Replayable: a second confirm of a key changes nothing.
 	return obj, true, o.guard(ctx, func() error { return o.client().Confirm(ctx, runID, obj.Step, obj.Key) })
+}
+
+// upload is Advance's first stage. Each half of the one PutSample call is
+// told to its own service's watch: the presign to the API's, the PUT to
+// object storage's. Both are dated from the call's start, so a PUT's
+// failure may be dated early by as long as its presign took.
+func (o *Online) upload(ctx context.Context, runID string, obj Object, body []byte) (Object, error) {
+	now := time.Now()
+	var given rft.Presigned
+	presign := obj.URL == "" || obj.Key == "" || obj.expired(now)
+	if presign {
+		if err := o.Refused(); err != nil {
+			return obj, err
+		}
+	} else {
+		given = rft.Presigned{URL: obj.URL, Key: obj.Key, ExpiresIn: obj.ExpiresIn}
+	}
+	apiBegun, objectsBegun := o.api.Now(), o.objects.Now()
+	// Replayable: the presign only mints a URL, and a PUT of the same
+	// bytes to the same key leaves the same object.
+	p, err := o.client().PutSample(ctx, runID, obj.Step, given, body)
+	if presign && p.URL == "" {
+		// The presign failed, and nothing was PUT.
+		report(o.api, apiBegun, err)
+		return obj, o.checkKey(ctx, err)
+	}
+	if presign {
+		report(o.api, apiBegun, nil)
+		obj.URL, obj.Key, obj.PresignedAt, obj.ExpiresIn = p.URL, p.Key, now, p.ExpiresIn
+	}
+	report(o.objects, objectsBegun, err)
+	obj.Put = err == nil
+	return obj, err
 }

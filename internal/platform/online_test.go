@@ -37,13 +37,12 @@ func TestAStoreResumesFromTheProgressAnEarlierAttemptSaved(t *testing.T) {
 	srv.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 400})
 	err := store(ctx, o, "run-1", Object{Step: 10}, []byte("body"), func(obj Object) { saved = append(saved, obj) })
 	require.Error(t, err)
-	require.Len(t, saved, 2, "the presign, then the PUT")
+	require.Len(t, saved, 1, "the upload: presign and PUT in one stage")
 	assert.NotEmpty(t, saved[0].Key)
-	assert.False(t, saved[0].Put)
-	assert.True(t, saved[1].Put)
+	assert.True(t, saved[0].Put)
 
 	before := len(srv.Requests())
-	require.NoError(t, store(ctx, o, "run-1", saved[1], []byte("body"), func(Object) { t.Fatal("nothing new to save") }))
+	require.NoError(t, store(ctx, o, "run-1", saved[0], []byte("body"), func(Object) { t.Fatal("nothing new to save") }))
 	after := srv.Requests()[before:]
 	require.Len(t, after, 1, "only the confirm is left")
 	assert.Contains(t, after[0].Path, "confirm")
@@ -56,12 +55,76 @@ func TestAnExpiredURLIsPresignedAgainUnlessThePUTWentThrough(t *testing.T) {
 	srv := rfttest.NewServer(rfttest.Options{APIKey: "k"})
 	t.Cleanup(srv.Close)
 	o := newOnline(t, srv, "k")
+	ctx := context.Background()
 	srv.AddRun("run-1")
 	stale := Object{Step: 10, URL: "http://127.0.0.1:1/gone", Key: "old", PresignedAt: time.Now().Add(-time.Hour), ExpiresIn: 15 * time.Minute}
 	var saved []Object
-	require.NoError(t, store(context.Background(), o, "run-1", stale, []byte("b"), func(obj Object) { saved = append(saved, obj) }))
-	require.NotEmpty(t, saved)
+	srv.Inject(rfttest.RouteConfirm, rfttest.Fault{Status: 400})
+	require.Error(t, store(ctx, o, "run-1", stale, []byte("b"), func(obj Object) { saved = append(saved, obj) }))
+	require.Len(t, saved, 1)
 	assert.NotEqual(t, "old", saved[0].Key, "a fresh key")
+	assert.True(t, saved[0].Put)
+
+	// The PUT went through: however old its URL, only the confirm is left.
+	put := saved[0]
+	put.PresignedAt = time.Now().Add(-time.Hour)
+	before := srv.RequestsByRoute()
+	require.NoError(t, store(ctx, o, "run-1", put, []byte("b"), func(Object) { t.Fatal("nothing new to save") }))
+	after := srv.RequestsByRoute()
+	assert.Equal(t, before[rfttest.RoutePresign], after[rfttest.RoutePresign], "no presign")
+	assert.Equal(t, before[rfttest.RoutePut], after[rfttest.RoutePut], "no PUT")
+	assert.Equal(t, before[rfttest.RouteConfirm]+1, after[rfttest.RouteConfirm])
+}
+
+func TestAPUTThatFailsAfterAFreshPresignIsTriedAgainAtThatURLWithoutASecondPresign(t *testing.T) {
+	srv, o, _, _ := watchedOnline(t)
+	ctx := context.Background()
+
+	srv.Inject(rfttest.RoutePut, rfttest.Fault{Status: 500})
+	failed, done, err := o.Advance(ctx, "run-1", Object{Step: 10}, []byte("b"))
+	require.Error(t, err)
+	assert.False(t, done)
+	assert.NotEmpty(t, failed.URL, "the presigned URL comes back with the PUT's error")
+	assert.NotEmpty(t, failed.Key)
+	assert.False(t, failed.PresignedAt.IsZero())
+	assert.False(t, failed.Put)
+
+	put, done, err := o.Advance(ctx, "run-1", failed, []byte("b"))
+	require.NoError(t, err)
+	assert.False(t, done, "the confirm is left")
+	assert.Equal(t, failed.Key, put.Key)
+	assert.Equal(t, failed.URL, put.URL)
+	assert.True(t, put.Put)
+	byRoute := srv.RequestsByRoute()
+	assert.Equal(t, 1, byRoute[rfttest.RoutePresign], "one presign")
+	assert.Equal(t, 2, byRoute[rfttest.RoutePut], "two PUTs to the one URL")
+}
+
+// Object storage's 401 is about the URL, not the key: only the presign's
+// 401 goes to whoami, and trips the guard when whoami refuses the key too.
+func TestA401OnThePUTLeavesTheKeyGuardAloneWhileOneOnThePresignTripsIt(t *testing.T) {
+	srv := rfttest.NewServer(rfttest.Options{Users: []rfttest.User{{Key: "sk-a", ID: "a"}}})
+	t.Cleanup(srv.Close)
+	o := newOnline(t, srv, "sk-a")
+	ctx := context.Background()
+	srv.AddRunOwnedBy("run-1", "a")
+
+	srv.Inject(rfttest.RoutePut, rfttest.Fault{Status: 401})
+	_, _, err := o.Advance(ctx, "run-1", Object{Step: 1}, []byte("b"))
+	rerr, ok := rft.AsError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, 401, rerr.StatusCode, "the PUT's 401: %v", err)
+	assert.NotErrorIs(t, err, ErrRequestUnauthorized, "not taken for the API's 401")
+	require.NoError(t, o.Refused())
+	assert.Zero(t, srv.RequestsByRoute()[rfttest.RouteWhoami], "whoami is not asked")
+
+	srv.RevokeKey("sk-a")
+	puts := srv.RequestsByRoute()[rfttest.RoutePut]
+	_, _, err = o.Advance(ctx, "run-1", Object{Step: 2}, []byte("b"))
+	require.Error(t, err)
+	require.ErrorIs(t, o.Refused(), ErrUnauthorized, "the presign's 401, confirmed by whoami, trips the guard")
+	assert.Equal(t, 1, srv.RequestsByRoute()[rfttest.RouteWhoami])
+	assert.Equal(t, puts, srv.RequestsByRoute()[rfttest.RoutePut], "no PUT after a failed presign")
 }
 
 func TestA401StopsEveryCallWithoutARequest(t *testing.T) {
@@ -177,6 +240,28 @@ func TestAnObjectStorageOutageIsWatchedApartFromTheAPI(t *testing.T) {
 	assert.Equal(t, "object storage", logs.All()[1].ContextMap()["service"])
 }
 
+// A presign that lands before a failed PUT is the API answering: it ends
+// the API's outage, and the PUT's failure is object storage's.
+func TestAPresignThatLandsBeforeAFailedPUTEndsTheAPIsOutage(t *testing.T) {
+	srv, o, _, logs := watchedOnline(t)
+	ctx := context.Background()
+
+	srv.Inject(rfttest.RoutePresign, rfttest.Fault{Status: 503})
+	srv.Inject(rfttest.RoutePut, rfttest.Fault{Status: 503})
+	_, _, err := o.Advance(ctx, "run-1", Object{Step: 1}, []byte("b"))
+	require.Error(t, err, "the presign fails")
+	assert.True(t, o.api.down.Load(), "the API's outage began")
+	assert.False(t, o.objects.down.Load(), "nothing was PUT")
+
+	_, _, err = o.Advance(ctx, "run-1", Object{Step: 1}, []byte("b"))
+	require.Error(t, err, "the presign lands, the PUT fails")
+	assert.False(t, o.api.down.Load(), "the API answered")
+	assert.True(t, o.objects.down.Load(), "object storage's outage began")
+	require.Equal(t, 1, logs.Len())
+	assert.Equal(t, "platform API", logs.All()[0].ContextMap()["service"])
+	assert.Equal(t, "Outage over: the service answers again", logs.All()[0].Message)
+}
+
 // Only a failure that says the service is down counts: a refusal is an
 // answer, and a call cut short by shutdown says nothing.
 func TestARefusalOrACancelledCallIsNoOutage(t *testing.T) {
@@ -193,8 +278,8 @@ func TestARefusalOrACancelledCallIsNoOutage(t *testing.T) {
 	assert.Zero(t, logs.Len(), "no outage began, so none ended")
 }
 
-// store takes obj through every stage, saving the progress between them,
-// as the uploader does.
+// store takes obj through both stages, saving the object after the
+// upload, as the uploader does; an error ends it.
 func store(ctx context.Context, objs Objects, runID string, obj Object, body []byte, save func(Object)) error {
 	for {
 		next, done, err := objs.Advance(ctx, runID, obj, body)

@@ -28,12 +28,15 @@ type Origin struct {
 	TeamID   string
 }
 
-// Objects is where a step's sample object goes: presign → PUT → confirm
-// online, one file offline. Advance takes obj one stage on and returns how
-// far it got, done once the object is in the table. It keeps no state and
-// calls nothing back: the caller owns the object's life, and saves what
-// Advance returns between stages, so that a retry, or a restart with
-// storage, resumes the upload instead of repeating it.
+// Objects is where a step's sample object goes: online in two stages, the
+// upload (a presign when needed, then the PUT) and the confirm; offline,
+// one file. Advance takes obj one stage on and returns how far it got,
+// done once the object is in the table, and on an error too, so that a
+// failed PUT is tried again at the URL its presign minted. It keeps no
+// state and calls nothing back: the caller owns the object's life. The
+// caller saves the object after the upload, before the confirm: from then
+// on its key must never be forgotten (a new key could land the rows
+// twice), while losing a presign only orphans a URL.
 type Objects interface {
 	Advance(ctx context.Context, runID string, obj Object, body []byte) (next Object, done bool, err error)
 }

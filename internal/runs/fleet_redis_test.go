@@ -121,8 +121,8 @@ func TestRangesFromTwoRegistriesForOneRunAndStepNeverCollide(t *testing.T) {
 			for r := tc.first; r < tc.first+2*perCollector; r++ {
 				assert.Equal(t, 1, ranges[r], "the ranges are the counter's, from %d without a gap", tc.first)
 			}
-			// An object a presigned (its PUT failed) keeps its range through b.
-			down := &platformtest.Sink{Fail: map[string][]error{"put": {errors.New("storage down")}}}
+			// An object a PUT (its confirm failed) keeps its range through b.
+			down := &platformtest.Sink{Fail: map[string][]error{"confirm": {errors.New("platform down")}}}
 			oa := upload.NewObjects(down, a.Store, logonce.New(zap.NewNop(), 0))
 			started := oa.Take(ctx, la, 0xfeed, 10)
 			require.Error(t, oa.Send(ctx, la, 0xfeed, started, []byte("body"), nil))

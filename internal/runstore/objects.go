@@ -10,11 +10,11 @@ import (
 )
 
 // A sample object's upload is kept under a key of its own, apart from its
-// run's record: the uploader writes it after the presign and after the
-// PUT, and its confirm deletes it in the batch that marks its episodes
-// delivered. So an object costs three writes of its own size, whatever the
-// run's size, and a restart or another collector resumes it by its
-// fingerprint. MemStore keeps none (nothing outlives the process there, and
+// run's record: the uploader writes it once the object is PUT, and its
+// confirm deletes it in the batch that marks its episodes delivered. So an
+// object costs two writes of its own size, whatever the run's size, and a
+// restart or another collector resumes it by its fingerprint (Resume
+// reads a step's objects with its delivered episodes). MemStore keeps none (nothing outlives the process there, and
 // the uploader keeps the objects in flight); RedisStore keeps them in the
 // run's pending hash (redis_pending.go).
 
@@ -47,8 +47,9 @@ func (s *ExtensionStore) Object(ctx context.Context, runKey string, fp uint64) (
 }
 
 // SaveObject writes an upload's progress. A refusal (a full disk) is
-// returned, not kept: what it costs is a second presign or PUT of the
-// object after a restart, never a second confirm of its rows.
+// returned, not kept: what it costs is a second PUT of the object after a
+// restart, under a new key, which the confirm it never had leaves out of
+// the table.
 func (s *ExtensionStore) SaveObject(ctx context.Context, runKey string, fp uint64, so SavedObject) error {
 	body, err := json.Marshal(so)
 	if err != nil {

@@ -20,6 +20,7 @@ type Store interface {
 	MarkDelivered(ctx context.Context, runKey string, step int64, fps []uint64) error
 	Close(ctx context.Context) error
 	Object(ctx context.Context, runKey string, fp uint64) (SavedObject, bool, error)
+	Resume(ctx context.Context, runKey string, step int64, episodes, objects []uint64) ([]bool, map[uint64]SavedObject, error)
 	SaveObject(ctx context.Context, runKey string, fp uint64, so SavedObject) error
 	ConfirmObject(ctx context.Context, runKey string, fp uint64, step int64, fps []uint64) error
 	DropObject(ctx context.Context, runKey string, fp uint64) error

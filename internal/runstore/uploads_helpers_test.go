@@ -15,12 +15,12 @@ import (
 )
 
 // startUpload begins object fp of step for l's run as the uploader does,
-// and stops it after its presign (its PUT fails): an upload pending in
-// store. It returns the object's range.
+// and stops it after its PUT (its confirm fails): an upload pending in
+// store, as the uploader saves an object once it is PUT. It returns the object's range.
 func startUpload(t *testing.T, l runs.Lease, store upload.ObjectStore, fp uint64, step int64) int64 {
 	t.Helper()
 	ctx := context.Background()
-	down := &platformtest.Sink{Fail: map[string][]error{"put": {errors.New("object storage down")}}}
+	down := &platformtest.Sink{Fail: map[string][]error{"confirm": {errors.New("platform down")}}}
 	o := upload.NewObjects(down, store, logonce.New(zap.NewNop(), 0))
 	obj := o.Take(ctx, l, fp, step)
 	require.Error(t, o.Send(ctx, l, fp, obj, []byte("body"), nil))

@@ -24,24 +24,30 @@
 //     before, so what a store holds from an earlier version still counts.
 //   - An object is known by the content of its episodes (a fingerprint of
 //     their columns, which a replay of the same records reproduces). Its
-//     range and upload progress are kept by the lease from the first
-//     attempt on, so the retry of the same records reuses its range and URL
-//     and, after a successful PUT, only confirms: the viewer unions every
+//     range and upload progress are kept from the first attempt on, so
+//     the retry of the same records reuses its range and URL and, after a
+//     successful PUT, only confirms: the viewer unions every
 //     object of a step, so an object uploaded twice would show its rows
 //     twice.
 //   - Episodes confirmed before are left out (already_delivered), so a
 //     batch the queue replays after a restart adds nothing.
-//   - One owner per object: Objects.Take gives it its range (the run's
+//   - One owner per object: Objects.Resume reads, once a step, which
+//     episodes were delivered and what earlier attempts left of the
+//     step's objects; Objects.take gives an object its range (the run's
 //     NextRange, which writes nothing) before it is encoded, and Send
-//     takes it through the platform's stages, one call each, writing the
-//     object's own key after the presign and after the PUT, and, after the
-//     confirm, its episodes delivered and the key deleted in one batch:
-//     three writes an object, of its own size, and never its run's
-//     record. No call goes back up: the platform returns each stage's
-//     progress, and the run only answers. A failure leaves the object
-//     where it stopped, and its retry (or a restart, or another collector
-//     of the fleet) resumes from there; an object the platform refuses
-//     for good is forgotten.
+//     takes it through the platform's two stages, the upload (presign,
+//     PUT) and the confirm, writing the object's own key once it is PUT
+//     and, after the confirm, its episodes delivered and the key deleted
+//     in one batch: two writes an object, of its own size, and never its
+//     run's record. The save is after the PUT because from then on the
+//     key must not be forgotten (a new key would land the rows twice);
+//     before it, losing the URL costs a presign after a restart. No call
+//     goes back up: the platform returns each stage's progress, and the
+//     run only answers. A failure leaves the object where it stopped, and
+//     its retry (or a restart, or another collector of the fleet) resumes
+//     from there; an object the platform refuses for good is forgotten.
+//   - The push enters the uploader once (Push): the root keeps a push's
+//     episode records and hands them over together.
 //   - A step's episodes are cut into objects of at most max_object_bytes of
 //     text; one episode larger than max_episode_bytes is rejected alone,
 //     row by row: the other rows of its document still go.

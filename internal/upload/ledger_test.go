@@ -136,6 +136,20 @@ func (f *fakeLedger) Object(_ context.Context, _ string, fp uint64) (runstore.Sa
 	return savedObject(f.ID(), obj), ok, nil
 }
 
+func (f *fakeLedger) Resume(ctx context.Context, key string, step int64, episodes, objects []uint64) ([]bool, map[uint64]runstore.SavedObject, error) {
+	delivered, _ := f.Delivered(ctx, key, step, episodes)
+	var saved map[uint64]runstore.SavedObject
+	for _, fp := range objects {
+		if so, ok, _ := f.Object(ctx, key, fp); ok {
+			if saved == nil {
+				saved = map[uint64]runstore.SavedObject{}
+			}
+			saved[fp] = so
+		}
+	}
+	return delivered, saved, nil
+}
+
 func (f *fakeLedger) SaveObject(_ context.Context, _ string, fp uint64, so runstore.SavedObject) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

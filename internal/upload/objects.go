@@ -2,6 +2,7 @@ package upload
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -27,6 +28,10 @@ type ObjectStore interface {
 	Delivered(ctx context.Context, runKey string, step int64, fps []uint64) ([]bool, error)
 	MarkDelivered(ctx context.Context, runKey string, step int64, fps []uint64) error
 	Object(ctx context.Context, runKey string, fp uint64) (runstore.SavedObject, bool, error)
+	// Resume is Delivered and Object in one call: a step's delivered
+	// episodes, and the saved progress of the objects it is about to send
+	// (those found only; nil when none is).
+	Resume(ctx context.Context, runKey string, step int64, episodes, objects []uint64) ([]bool, map[uint64]runstore.SavedObject, error)
 	SaveObject(ctx context.Context, runKey string, fp uint64, so runstore.SavedObject) error
 	ConfirmObject(ctx context.Context, runKey string, fp uint64, step int64, episodes []uint64) error
 	DropObject(ctx context.Context, runKey string, fp uint64) error
@@ -41,11 +46,12 @@ type ObjectRun interface {
 	Count(name string, n int64)
 }
 
-// Objects owns sample objects from their range to their confirm: Take
-// gives an object its range (or resumes it), and Send takes it through
-// the platform's stages, writing its own key after each one but the last
-// and its confirm with its episodes delivered. Three writes an object, of
-// its own size, and nothing else: the run's record is not written.
+// Objects owns sample objects from their range to their confirm: Resume
+// reads what earlier attempts left of a step, Take gives an object its
+// range (or resumes it), and Send takes it through the platform's two
+// stages, writing its own key once it is PUT and its confirm with its
+// episodes delivered. Two writes an object, of its own size, and nothing
+// else: the run's record is not written.
 type Objects struct {
 	platform platform.Objects
 	store    ObjectStore
@@ -77,13 +83,46 @@ func NewObjects(p platform.Objects, store ObjectStore, warn *logonce.Logger) *Ob
 // or new, with a range of its own, which nothing is written for: an
 // object only exists for the platform once it is confirmed.
 func (o *Objects) Take(ctx context.Context, r ObjectRun, fp uint64, step int64) platform.Object {
+	return o.take(ctx, r, fp, step, nil)
+}
+
+// Prior is what Resume found of a step's objects: the fingerprints it
+// asked for, and the progress saved of those found.
+type Prior struct {
+	asked []uint64
+	saved map[uint64]runstore.SavedObject
+}
+
+// Resume reads, in one call to the store, which of step's episodes a sink
+// committed before and what earlier attempts left of the objects it is
+// about to send (fps), for take.
+func (o *Objects) Resume(ctx context.Context, r ObjectRun, step int64, episodes, fps []uint64) ([]bool, *Prior, error) {
+	delivered, saved, err := o.store.Resume(ctx, r.Key(), step, episodes, fps)
+	if err != nil {
+		return nil, nil, err
+	}
+	return delivered, &Prior{asked: fps, saved: saved}, nil
+}
+
+// take is Take with what Resume read: an object it asked for is not read
+// again, and one it did not ask for (its step's episodes were cut anew,
+// some of them delivered before) is read on its own.
+func (o *Objects) take(ctx context.Context, r ObjectRun, fp uint64, step int64, prior *Prior) platform.Object {
 	key := r.Key()
 	k := objectKey{key, fp}
 	if obj, ok := o.inflight.Get(k); ok {
 		return obj
 	}
-	so, found, err := o.store.Object(ctx, key, fp)
-	if err == nil && found && (so.RunID == "" || so.RunID == r.ID()) {
+	var so runstore.SavedObject
+	var found bool
+	if prior != nil && slices.Contains(prior.asked, fp) {
+		so, found = prior.saved[fp]
+	} else {
+		var err error
+		so, found, err = o.store.Object(ctx, key, fp)
+		found = found && err == nil
+	}
+	if found && (so.RunID == "" || so.RunID == r.ID()) {
 		obj := objectOf(so)
 		o.inflight.Add(k, obj)
 		return obj
@@ -113,11 +152,15 @@ func (o *Objects) markDelivered(ctx context.Context, r ObjectRun, step int64, fp
 // msgNotMarked is the warning of a delivered marking storage refused.
 const msgNotMarked = "Could not record delivered episodes in storage; a replay after a restart may upload them again"
 
-// Send stores body as obj: each stage the platform makes is saved under
-// the object's key before the next, so a retry or a restart resumes it (a
-// URL still valid is used again; after a PUT only the confirm is left).
-// The confirm marks its episodes delivered and forgets it. An object the
-// platform refuses for good is forgotten too.
+// Send stores body as obj in the platform's two stages: the upload
+// (presign when it has no URL still valid, then PUT) and the confirm.
+// Once PUT, the object is saved under its key, before the confirm: from
+// then on its key must not be forgotten, for a new key would land its
+// rows twice, so a retry or a restart only confirms it again. What a
+// failed upload got (a URL) is kept in memory only: losing it after a
+// restart costs a presign, and orphans a URL. The confirm marks the
+// episodes delivered and forgets the object. An object the platform
+// refuses for good is forgotten too.
 func (o *Objects) Send(ctx context.Context, r ObjectRun, fp uint64, obj platform.Object, body []byte, episodes []uint64) error {
 	id, key := r.ID(), r.Key()
 	k := objectKey{key, fp}
@@ -127,6 +170,8 @@ func (o *Objects) Send(ctx context.Context, r ObjectRun, fp uint64, obj platform
 			if platform.Permanent(err) {
 				o.inflight.Remove(k)
 				_ = o.store.DropObject(ctx, key, fp)
+			} else if next.URL != "" {
+				o.inflight.Add(k, next) // its retry PUTs to the same URL
 			}
 			return err
 		}
@@ -135,8 +180,11 @@ func (o *Objects) Send(ctx context.Context, r ObjectRun, fp uint64, obj platform
 		}
 		obj = next
 		o.inflight.Add(k, obj)
+		if !obj.Put {
+			continue
+		}
 		if err := o.store.SaveObject(ctx, key, fp, savedObject(id, obj)); err != nil {
-			o.warn.Warn("object\x00"+id, "Could not save a sample object's progress to storage; after a restart it is presigned or put again", zap.String("run_id", id), zap.Error(err))
+			o.warn.Warn("object\x00"+id, "Could not save a sample object's progress to storage; after a restart it is put again", zap.String("run_id", id), zap.Error(err))
 		}
 	}
 	o.inflight.Remove(k)

@@ -314,24 +314,24 @@ func (u *Uploader) Upload(ctx context.Context, b *Batch) (map[Loc]bool, error) {
 			fail(b.steps[step], down)
 			continue
 		}
-		eps, err := u.undelivered(ctx, l, step, b.steps[step])
+		parts, prior, err := u.resume(ctx, l, step, b.steps[step])
 		if err != nil {
 			fail(b.steps[step], err)
 			continue
 		}
-		for _, part := range splitBySize(eps, u.cfg.MaxObjectBytes) {
+		for _, part := range parts {
 			if down != nil {
-				fail(part, down)
+				fail(part.eps, down)
 				continue
 			}
-			err := u.uploadObject(ctx, l, step, part)
+			err := u.uploadObject(ctx, l, step, part, prior)
 			switch {
 			case err == nil:
 			case platform.Permanent(err):
-				u.reject(l, platform.RejectReason(err, reject.UploadRejected), len(part), "upload\x00"+l.ID()+"\x00"+platform.Class(err),
-					"The platform refused a step's sample object: its episodes are dropped", zap.Int64("step", step), zap.Int("episodes", len(part)), zap.Error(err))
+				u.reject(l, platform.RejectReason(err, reject.UploadRejected), len(part.eps), "upload\x00"+l.ID()+"\x00"+platform.Class(err),
+					"The platform refused a step's sample object: its episodes are dropped", zap.Int64("step", step), zap.Int("episodes", len(part.eps)), zap.Error(err))
 			default:
-				fail(part, err)
+				fail(part.eps, err)
 				if platform.Down(err) {
 					down = err
 				}
@@ -342,11 +342,6 @@ func (u *Uploader) Upload(ctx context.Context, b *Batch) (map[Loc]bool, error) {
 		return nil, nil
 	}
 	return retry, platform.Retryable(platform.FirstRetryError(errs))
-}
-
-// undelivered leaves out the episodes of step confirmed before.
-func (u *Uploader) undelivered(ctx context.Context, l ObjectRun, step int64, eps []episode) ([]episode, error) {
-	return notYetDelivered(ctx, u, l, eps, func(episode) int64 { return step }, func(e episode) uint64 { return e.fp })
 }
 
 // notYetDelivered leaves out, and counts, the items whose fingerprint a
@@ -407,61 +402,3 @@ func byStep[T any](items []T, step func(T) int64) map[int64][]int {
 	return groups
 }
 
-// splitBySize cuts a step's episodes into parts of at most max bytes of
-// encoded text; every part holds at least one episode.
-func splitBySize(eps []episode, max int64) [][]episode {
-	if len(eps) == 0 {
-		return nil
-	}
-	var parts [][]episode
-	start, size := 0, int64(0)
-	for i, e := range eps {
-		if i > start && size+int64(e.ep.Size) > max {
-			parts = append(parts, eps[start:i])
-			start, size = i, 0
-		}
-		size += int64(e.ep.Size)
-	}
-	return append(parts, eps[start:])
-}
-
-// uploadObject encodes one object with its range and sends it.
-func (u *Uploader) uploadObject(ctx context.Context, l ObjectRun, step int64, part []episode) error {
-	fp := objectFingerprint(step, part)
-	obj := u.objects.Take(ctx, l, fp, step)
-	buf := u.bodies.get()
-	defer u.bodies.put(buf)
-	if err := u.encode(ctx, buf, l.ID(), step, obj.Range, part); err != nil {
-		return err
-	}
-	fps := make([]uint64, len(part))
-	for i, e := range part {
-		fps[i] = e.fp
-	}
-	if err := u.objects.Send(ctx, l, fp, obj, buf.Bytes(), fps); err != nil {
-		return err
-	}
-	u.tel.SamplesUploaded(len(part), 1, buf.Len())
-	return nil
-}
-
-// encode writes the object into buf once an encoding slot is free.
-func (u *Uploader) encode(ctx context.Context, buf *bytes.Buffer, runID string, step, rangeIdx int64, part []episode) error {
-	select {
-	case u.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-u.slots }()
-	eps := make([]*sampletable.Episode, len(part))
-	size := 0
-	for i, e := range part {
-		eps[i] = e.ep
-		size += e.ep.Size
-	}
-	enc := u.encoders.get()
-	defer u.encoders.put(enc)
-	buf.Reset()
-	buf.Grow(size/2 + 4096)
-	return enc.EncodeRows(buf, runID, step, rangeIdx, eps)
-}
