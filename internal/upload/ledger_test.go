@@ -58,8 +58,11 @@ type fakeLedger struct {
 	pending   map[uint64]platform.Object
 	ranges    map[int64]int64
 	counts    map[string]int64
-	onTable   bool
-	committed bool
+	// objectReads counts the objects read alone, outside their step's
+	// Resume.
+	objectReads int
+	onTable     bool
+	committed   bool
 	// sink stores the objects of its pending uploads.
 	sink platform.Objects
 }
@@ -128,6 +131,14 @@ func (f *fakeLedger) NextRange(_ context.Context, step int64) int64 {
 
 func (f *fakeLedger) Object(_ context.Context, _ string, fp uint64) (runstore.SavedObject, bool, error) {
 	f.mu.Lock()
+	f.objectReads++
+	f.mu.Unlock()
+	return f.saved(fp)
+}
+
+// saved is an object's read, alone (Object) or in its step's (Resume).
+func (f *fakeLedger) saved(fp uint64) (runstore.SavedObject, bool, error) {
+	f.mu.Lock()
 	defer f.mu.Unlock()
 	obj, ok := f.pending[fp]
 	if ok {
@@ -140,7 +151,7 @@ func (f *fakeLedger) Resume(ctx context.Context, key string, step int64, episode
 	delivered, _ := f.Delivered(ctx, key, step, episodes)
 	var saved map[uint64]runstore.SavedObject
 	for _, fp := range objects {
-		if so, ok, _ := f.Object(ctx, key, fp); ok {
+		if so, ok, _ := f.saved(fp); ok {
 			if saved == nil {
 				saved = map[uint64]runstore.SavedObject{}
 			}

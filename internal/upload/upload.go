@@ -401,4 +401,3 @@ func byStep[T any](items []T, step func(T) int64) map[int64][]int {
 	}
 	return groups
 }
-

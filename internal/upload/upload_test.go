@@ -110,14 +110,14 @@ func episodeAt(step int64, answer string) plog.LogRecord {
 	return lr
 }
 
-// push accepts the records into a batch, each at its own Loc, and uploads
-// it.
+// push hands the records to the uploader as the root does, in one Push,
+// each at its own Loc.
 func push(u *Uploader, l *fakeLedger, recs ...plog.LogRecord) (map[Loc]bool, error) {
-	b := u.NewBatch(l, l, 0)
+	items := make([]Item, len(recs))
 	for i, lr := range recs {
-		u.Accept(b, lr, Loc{Record: i})
+		items[i] = Item{Record: lr, Loc: Loc{Record: i}}
 	}
-	return u.Upload(context.Background(), b)
+	return u.Push(context.Background(), l, l, items, false)
 }
 
 // newTestUploader is an uploader whose objects go through l, its store
