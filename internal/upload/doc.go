@@ -31,7 +31,7 @@
 //     twice.
 //   - Episodes confirmed before are left out (already_delivered), so a
 //     batch the queue replays after a restart adds nothing.
-//   - One owner per object: Objects.Resume reads, once a step, which
+//   - One owner per object: Objects.resume reads, once a step, which
 //     episodes were delivered and what earlier attempts left of the
 //     step's objects; Objects.take gives an object its range (the run's
 //     NextRange, which writes nothing) before it is encoded, and Send

@@ -46,7 +46,7 @@ type ObjectRun interface {
 	Count(name string, n int64)
 }
 
-// Objects owns sample objects from their range to their confirm: Resume
+// Objects owns sample objects from their range to their confirm: resume
 // reads what earlier attempts left of a step, Take gives an object its
 // range (or resumes it), and Send takes it through the platform's two
 // stages, writing its own key once it is PUT and its confirm with its
@@ -86,28 +86,28 @@ func (o *Objects) Take(ctx context.Context, r ObjectRun, fp uint64, step int64) 
 	return o.take(ctx, r, fp, step, nil)
 }
 
-// Prior is what Resume found of a step's objects: the fingerprints it
+// prior is what resume found of a step's objects: the fingerprints it
 // asked for, and the progress saved of those found.
-type Prior struct {
+type prior struct {
 	asked []uint64
 	saved map[uint64]runstore.SavedObject
 }
 
-// Resume reads, in one call to the store, which of step's episodes a sink
+// resume reads, in one call to the store, which of step's episodes a sink
 // committed before and what earlier attempts left of the objects it is
 // about to send (fps), for take.
-func (o *Objects) Resume(ctx context.Context, r ObjectRun, step int64, episodes, fps []uint64) ([]bool, *Prior, error) {
+func (o *Objects) resume(ctx context.Context, r ObjectRun, step int64, episodes, fps []uint64) ([]bool, *prior, error) {
 	delivered, saved, err := o.store.Resume(ctx, r.Key(), step, episodes, fps)
 	if err != nil {
 		return nil, nil, err
 	}
-	return delivered, &Prior{asked: fps, saved: saved}, nil
+	return delivered, &prior{asked: fps, saved: saved}, nil
 }
 
-// take is Take with what Resume read: an object it asked for is not read
+// take is Take with what resume read: an object it asked for is not read
 // again, and one it did not ask for (its step's episodes were cut anew,
 // some of them delivered before) is read on its own.
-func (o *Objects) take(ctx context.Context, r ObjectRun, fp uint64, step int64, prior *Prior) platform.Object {
+func (o *Objects) take(ctx context.Context, r ObjectRun, fp uint64, step int64, read *prior) platform.Object {
 	key := r.Key()
 	k := objectKey{key, fp}
 	if obj, ok := o.inflight.Get(k); ok {
@@ -115,8 +115,8 @@ func (o *Objects) take(ctx context.Context, r ObjectRun, fp uint64, step int64, 
 	}
 	var so runstore.SavedObject
 	var found bool
-	if prior != nil && slices.Contains(prior.asked, fp) {
-		so, found = prior.saved[fp]
+	if read != nil && slices.Contains(read.asked, fp) {
+		so, found = read.saved[fp]
 	} else {
 		var err error
 		so, found, err = o.store.Object(ctx, key, fp)

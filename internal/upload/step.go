@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/primeintellect/primeexporter/internal/reject"
 	"github.com/primeintellect/primeexporter/internal/sampletable"
 )
 
@@ -19,9 +18,9 @@ type object struct {
 // the store, which of them were delivered before and what earlier
 // attempts left of the objects. Episodes delivered before are left out
 // (already_delivered: a batch replayed after a restart adds nothing), and
-// what is left is cut anew; an object of that new cut that Resume did not
+// what is left is cut anew; an object of that new cut that resume did not
 // ask for is read on its own by take.
-func (u *Uploader) resume(ctx context.Context, l ObjectRun, step int64, eps []episode) ([]object, *Prior, error) {
+func (u *Uploader) resume(ctx context.Context, l ObjectRun, step int64, eps []episode) ([]object, *prior, error) {
 	objects := u.cut(step, eps)
 	fps := make([]uint64, len(eps))
 	for i, e := range eps {
@@ -31,27 +30,15 @@ func (u *Uploader) resume(ctx context.Context, l ObjectRun, step int64, eps []ep
 	for i, o := range objects {
 		objFPs[i] = o.fp
 	}
-	delivered, prior, err := u.objects.Resume(ctx, l, step, fps, objFPs)
+	delivered, read, err := u.objects.resume(ctx, l, step, fps, objFPs)
 	if err != nil {
 		return nil, nil, err
 	}
-	n := 0
-	for _, d := range delivered {
-		if d {
-			n++
-		}
+	kept := leaveOutDelivered(u, l, eps, delivered)
+	if len(kept) == len(eps) {
+		return objects, read, nil // nearly every push
 	}
-	if n == 0 {
-		return objects, prior, nil // nearly every push
-	}
-	u.skip(l, reject.AlreadyDelivered, n)
-	kept := make([]episode, 0, len(eps)-n)
-	for i, e := range eps {
-		if !delivered[i] {
-			kept = append(kept, e)
-		}
-	}
-	return u.cut(step, kept), prior, nil
+	return u.cut(step, kept), read, nil
 }
 
 // cut splits a step's episodes into objects of at most max_object_bytes.
@@ -83,7 +70,7 @@ func splitBySize(eps []episode, max int64) [][]episode {
 }
 
 // uploadObject encodes one object with its range and sends it.
-func (u *Uploader) uploadObject(ctx context.Context, l ObjectRun, step int64, o object, prior *Prior) error {
+func (u *Uploader) uploadObject(ctx context.Context, l ObjectRun, step int64, o object, prior *prior) error {
 	fp, part := o.fp, o.eps
 	obj := u.objects.take(ctx, l, fp, step, prior)
 	buf := u.bodies.get()

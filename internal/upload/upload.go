@@ -362,6 +362,12 @@ func notYetDelivered[T any](ctx context.Context, u *Uploader, l ObjectRun, items
 			done[i] = got[j]
 		}
 	}
+	return leaveOutDelivered(u, l, items, done), nil
+}
+
+// leaveOutDelivered returns items without those done says a sink
+// committed before, which it counts (already_delivered).
+func leaveOutDelivered[T any](u *Uploader, l ObjectRun, items []T, done []bool) []T {
 	n := 0
 	for _, d := range done {
 		if d {
@@ -369,7 +375,7 @@ func notYetDelivered[T any](ctx context.Context, u *Uploader, l ObjectRun, items
 		}
 	}
 	if n == 0 {
-		return items, nil // nearly every push: no copy of its episodes
+		return items // nearly every push: no copy of its episodes
 	}
 	u.skip(l, reject.AlreadyDelivered, n)
 	out := make([]T, 0, len(items)-n)
@@ -378,7 +384,7 @@ func notYetDelivered[T any](ctx context.Context, u *Uploader, l ObjectRun, items
 			out = append(out, it)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // markDelivered records items a sink committed, a marking per step.
